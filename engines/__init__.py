@@ -1,0 +1,1 @@
+"""Inference backends behind one interface, the model artifact, and the compile CLI."""

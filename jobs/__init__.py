@@ -1,0 +1,1 @@
+"""spark-submit entry points: parse args, read, score, write, summarise."""

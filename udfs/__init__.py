@@ -1,0 +1,1 @@
+"""Code that runs inside executor Python workers: tokenize, batch, bind a device, score."""
