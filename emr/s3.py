@@ -133,6 +133,7 @@ def upload(
                 Bucket=uri.bucket,
                 Key=uri.key,
                 Body=data,
+                ChecksumAlgorithm="SHA256",
                 ChecksumSHA256=expected_checksum,
                 Metadata={SHA256_METADATA: sha},
             )
@@ -146,7 +147,8 @@ def upload(
 def _multipart(client: Any, path: Path, uri: S3Uri, sha: str, part_size: int) -> str:
     """Upload in parts, each with its own SHA-256; return the expected composite checksum."""
     upload_id = client.create_multipart_upload(
-        Bucket=uri.bucket, Key=uri.key, ChecksumAlgorithm="SHA256", Metadata={SHA256_METADATA: sha}
+        Bucket=uri.bucket, Key=uri.key, ChecksumAlgorithm="SHA256", ChecksumType="COMPOSITE",
+        Metadata={SHA256_METADATA: sha},
     )["UploadId"]
     parts: list[dict[str, Any]] = []
     part_digests = b""
@@ -189,10 +191,18 @@ def _verify(client: Any, uri: S3Uri, sha: str, size: int, expected_checksum: str
         if found.get("Metadata", {}).get(SHA256_METADATA) != sha:
             problems.append("sha256 metadata differs from the local file")
         remote_checksum = found.get("ChecksumSHA256")
-        if remote_checksum and remote_checksum != expected_checksum:
+        if remote_checksum and not _same_checksum(remote_checksum, expected_checksum):
             problems.append(f"S3 checksum {remote_checksum} != expected {expected_checksum}")
     if problems:
         raise EmrError(f"verifying {uri} after upload failed: " + "; ".join(problems))
+
+
+def _same_checksum(remote: str, expected: str) -> bool:
+    """Compare S3's checksum with ours; a composite one may come with or without ``-<parts>``."""
+    if remote == expected:
+        return True
+    base, _, parts = expected.partition("-")
+    return bool(parts) and remote == base
 
 
 def read_bytes(client: Any, uri: S3Uri) -> bytes:

@@ -66,6 +66,9 @@ class MotoServer:
         self.url = ""
 
     def start(self) -> "MotoServer":
+        import logging
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.url = f"http://{host}:{port}"
