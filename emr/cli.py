@@ -20,7 +20,6 @@ Exit codes: 0 ok; 1 an AWS call or a step failed; 2 bad arguments or local input
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -29,7 +28,8 @@ from emr import layout as L
 from emr.aws import Clients
 from emr.errors import EmrError
 
-_DEFAULT_RUN_DATE_HELP = "YYYY-MM-DD (required; Airflow passes {{ ds }})"
+L_REPO = Path(__file__).resolve().parent.parent  # the repository (jobs/, dist/) when run from a checkout
+_RUN_DATE_HELP = "YYYY-MM-DD (Airflow passes {{ ds }})"
 
 
 def _common() -> argparse.ArgumentParser:
@@ -49,7 +49,7 @@ def _job_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--input", required=True, help="input table path (s3://...)")
     g.add_argument("--output", required=True, help="output root (s3://...)")
     g.add_argument("--model", required=True, help="model artifact (s3://.../ or a path on the nodes)")
-    g.add_argument("--run-date", required=True, help=_DEFAULT_RUN_DATE_HELP)
+    g.add_argument("--run-date", required=True, help=_RUN_DATE_HELP)
     g.add_argument("job_flags", nargs="*", metavar="-- JOB_FLAGS",
                    help="further job flags after `--`, e.g. -- --backend tensorrt --batch-tokens 8192")
 
@@ -153,8 +153,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-L_REPO = Path(__file__).resolve().parent.parent
-
 
 def _echo(text: str) -> None:
     print(text, flush=True)
@@ -241,11 +239,11 @@ def _wait_step(clients: Clients, cluster_id: str, step_id: str, cluster_info: di
     from emr import steps
 
     log_uri = cluster_info.get("LogUri")
-    step = steps.wait_for_step(clients.emr, cluster_id, step_id, log_uri=log_uri, s3=clients.s3,
-                               poll_s=args.poll, timeout_s=args.timeout, echo=_echo)
+    steps.wait_for_step(clients.emr, cluster_id, step_id, log_uri=log_uri, s3=clients.s3,
+                        poll_s=args.poll, timeout_s=args.timeout, echo=_echo)  # raises unless COMPLETED
     folder = steps.step_log_folder(log_uri, cluster_id, step_id)
     _echo(f"step {step_id} COMPLETED; logs: {folder or 'no LogUri on the cluster'}")
-    return 0 if step else 1
+    return 0
 
 
 def cmd_add_step(args: argparse.Namespace) -> int:
