@@ -1,0 +1,133 @@
+"""The model artifact: a folder of compiled files plus a manifest that pins them by sha256.
+
+An artifact is checked when it is opened: every listed file's digest must match, so a
+half-copied or edited folder fails on the driver before any task starts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from engines.errors import ArtifactError
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+TASKS = ("pair-classification", "text-classification", "embedding")
+BACKENDS = ("onnx", "torchscript", "tensorrt", "neuronx", "neuron")
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    """What an engine and a scorer need to know about an artifact."""
+
+    name: str
+    version: str
+    task: str
+    backend: str
+    max_seq_len: int
+    buckets: tuple[tuple[int, int], ...]
+    files: dict[str, str]
+    precision: str = "fp32"
+    labels: tuple[str, ...] = ()
+    positive_label: int | None = None
+    threshold: float = 0.5
+    pooling: str | None = None
+    target: dict[str, Any] = dataclasses.field(default_factory=dict)
+    inputs: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")
+    output: str = "logits"
+    parity: dict[str, Any] = dataclasses.field(default_factory=dict)
+    created_with: dict[str, str] = dataclasses.field(default_factory=dict)
+    source: dict[str, Any] = dataclasses.field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ArtifactError(f"manifest task {self.task!r} is not one of {TASKS}")
+        if self.backend not in BACKENDS:
+            raise ArtifactError(f"manifest backend {self.backend!r} is not one of {BACKENDS}")
+        if self.task != "embedding" and not self.labels:
+            raise ArtifactError(f"a {self.task} artifact needs labels; the manifest has none")
+        if self.max_seq_len < 8:
+            raise ArtifactError(f"max_seq_len must be >= 8, got {self.max_seq_len}")
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @property
+    def digest(self) -> str:
+        """Content key: identical artifacts share one engine per worker, edited ones never do."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["buckets"] = [list(b) for b in self.buckets]
+        d["labels"] = list(self.labels)
+        d["inputs"] = list(self.inputs)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Manifest":
+        if d.get("format_version") != FORMAT_VERSION:
+            raise ArtifactError(
+                f"manifest format_version {d.get('format_version')!r} is not supported "
+                f"(this build reads {FORMAT_VERSION}); recompile the artifact"
+            )
+        known = {f.name for f in dataclasses.fields(cls)}
+        missing = [k for k in ("name", "version", "task", "backend", "max_seq_len", "files") if k not in d]
+        if missing:
+            raise ArtifactError(f"manifest lacks required keys {missing}")
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["buckets"] = tuple(tuple(int(x) for x in b) for b in d.get("buckets", ()))
+        kw["labels"] = tuple(d.get("labels", ()))
+        kw["inputs"] = tuple(d.get("inputs", cls.inputs))
+        return cls(**kw)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_manifest(folder: Path, manifest: Manifest) -> Path:
+    path = Path(folder) / MANIFEST
+    path.write_text(json.dumps(manifest.to_dict(), indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def read_manifest(folder: Path) -> Manifest:
+    path = Path(folder) / MANIFEST
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ArtifactError(f"{folder} is not an artifact: {MANIFEST} not found") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise ArtifactError(f"cannot read {path}: {e}") from None
+    return Manifest.from_dict(raw)
+
+
+def verify_files(folder: Path, manifest: Manifest) -> None:
+    """Raise ArtifactError naming every file that is missing or whose sha256 differs."""
+    problems = []
+    for rel, expected in sorted(manifest.files.items()):
+        path = Path(folder) / rel
+        if not path.is_file():
+            problems.append(f"{rel}: missing")
+        elif (actual := sha256_file(path)) != expected:
+            problems.append(f"{rel}: sha256 {actual[:12]}… != manifest {expected[:12]}…")
+    if problems:
+        raise ArtifactError(f"artifact {folder} does not match its manifest: " + "; ".join(problems))
+
+
+def open_artifact(folder: str | Path, verify: bool = True) -> Manifest:
+    """Read and (by default) fully verify an artifact folder."""
+    manifest = read_manifest(Path(folder))
+    if verify:
+        verify_files(Path(folder), manifest)
+    return manifest

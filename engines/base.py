@@ -1,0 +1,106 @@
+"""One small interface for every backend.
+
+Construction is cheap and picklable (paths and options only); `load()` does the heavy work on
+the worker, once. Input checks live here, once, for every backend.
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+import time
+from pathlib import Path
+from typing import ClassVar, Mapping
+
+import numpy as np
+
+from engines.artifact import Manifest
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """Where an engine runs: `cpu`, or an accelerator kind with Spark's address string."""
+
+    kind: str = "cpu"
+    address: str | None = None
+
+    def __str__(self) -> str:
+        return self.kind if self.address is None else f"{self.kind}:{self.address}"
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineSpec:
+    """The shapes an engine accepts; the scorer follows them, it never picks its own."""
+
+    input_names: tuple[str, ...]
+    max_seq_len: int
+    # Static engines (TensorRT profiles, Neuron traces) only take these (batch, seq) shapes.
+    buckets: tuple[tuple[int, int], ...] = ()
+    static_shapes: bool = False
+    pad_multiple: int = 8
+
+
+class Engine(abc.ABC):
+    """Loads one artifact on one device and runs batches of token ids through it."""
+
+    backend: ClassVar[str]
+
+    def __init__(self, folder: str | Path, manifest: Manifest, device: Device = Device(), threads: int = 1):
+        self.folder = Path(folder)
+        self.manifest = manifest
+        self.device = device
+        self.threads = max(1, int(threads))
+        self.load_seconds: float | None = None
+        self._loaded = False
+
+    @property
+    def spec(self) -> EngineSpec:
+        return EngineSpec(input_names=self.manifest.inputs, max_seq_len=self.manifest.max_seq_len,
+                          buckets=self.manifest.buckets)
+
+    def load(self) -> "Engine":
+        """Load and warm up; call once per worker. Warm-up runs every bucket so no row pays for it."""
+        t0 = time.perf_counter()
+        self._load()
+        for batch, seq in self._warmup_shapes():
+            ones = np.ones((batch, seq), dtype=np.int64)
+            self._infer({"input_ids": ones, "attention_mask": ones, "token_type_ids": np.zeros_like(ones)})
+        self.load_seconds = time.perf_counter() - t0
+        self._loaded = True
+        return self
+
+    def infer(self, inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Run one batch. Inputs are int64 [batch, seq] arrays named as in the spec."""
+        if not self._loaded:
+            raise RuntimeError(f"{type(self).__name__}.infer() called before load()")
+        names = self.spec.input_names
+        missing = [n for n in names if n not in inputs]
+        if missing:
+            raise ValueError(f"engine expects inputs {list(names)}, missing {missing}")
+        shapes = {n: inputs[n].shape for n in names}
+        if len(set(shapes.values())) != 1 or len(next(iter(shapes.values()))) != 2:
+            raise ValueError(f"inputs must share one [batch, seq] shape, got {shapes}")
+        feed = {n: np.ascontiguousarray(inputs[n], dtype=np.int64) for n in names}
+        return self._infer(feed)
+
+    def close(self) -> None:
+        if self._loaded:
+            self._close()
+            self._loaded = False
+
+    def __enter__(self) -> "Engine":
+        return self.load()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _warmup_shapes(self) -> list[tuple[int, int]]:
+        return [(1, 8)]
+
+    @abc.abstractmethod
+    def _load(self) -> None: ...
+
+    @abc.abstractmethod
+    def _infer(self, feed: Mapping[str, np.ndarray]) -> np.ndarray: ...
+
+    def _close(self) -> None:
+        pass

@@ -1,0 +1,190 @@
+"""Compile a Hugging Face model folder into a verified artifact.
+
+    python -m engines.compile --model HF_DIR --task embedding --backend onnx --out artifacts/minilm
+
+Export, then a parity check against the transformers model, then the manifest. An artifact
+that fails parity is not written: the command exits 1 and the output folder is left untouched.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from engines import artifact, parity
+from engines.errors import ArtifactError, ParityError
+
+DEFAULT_SEQS = (32, 64, 128, 256, 512)
+TOKENS_PER_BUCKET = 4096
+OUTPUT_NAMES = {"embedding": "sentence_embedding"}
+
+
+def default_buckets(max_seq_len: int) -> list[tuple[int, int]]:
+    """(batch, seq) shapes with a constant token budget; the last bucket is max_seq_len."""
+    seqs = [s for s in DEFAULT_SEQS if s < max_seq_len] + [max_seq_len]
+    return [(max(1, TOKENS_PER_BUCKET // s), s) for s in seqs]
+
+
+def parse_buckets(text: str) -> list[tuple[int, int]]:
+    """'64x64,32x128' -> [(64, 64), (32, 128)], sorted by sequence length."""
+    try:
+        buckets = [tuple(int(x) for x in item.lower().split("x")) for item in text.split(",") if item.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"buckets must look like 64x64,32x128; got {text!r}") from None
+    if not buckets or any(len(b) != 2 or min(b) < 1 for b in buckets):
+        raise argparse.ArgumentTypeError(f"buckets must look like 64x64,32x128; got {text!r}")
+    return sorted(buckets, key=lambda b: b[1])
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {}
+    for lib in ("torch", "transformers", "onnx", "onnxruntime", "tokenizers"):
+        try:
+            out[lib] = md.version(lib)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def _export(module, folder: Path, backend: str, output: str, max_seq_len: int) -> None:
+    from engines import export
+
+    if backend == "onnx":
+        export.export_onnx(module, folder / "model.onnx", output, max_seq_len)
+    elif backend == "torchscript":
+        export.export_torchscript(module, folder / "model.pt")
+    else:
+        raise ValueError(f"compile --backend {backend!r} is not supported here; use onnx or torchscript")
+
+
+def _target(backend: str, versions: dict[str, str]) -> dict:
+    if backend == "onnx":
+        return {"device": "cpu", "runtime": "onnxruntime", "opset": 18}
+    return {"device": "cpu", "runtime": "torch", "torch": versions.get("torch", "")}
+
+
+def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend: str, name: str,
+                   version: str, max_seq_len: int, labels: list[str], buckets: list[tuple[int, int]] | None = None,
+                   positive_label: int | None = None, threshold: float = 0.5, pooling: str | None = None,
+                   source: dict | None = None) -> artifact.Manifest:
+    """Export `module`, check parity against it, and write the artifact to `out`.
+
+    Raises ParityError (and writes nothing to `out`) if the export disagrees with `module`.
+    """
+    from transformers import AutoTokenizer
+
+    from engines.registry import NATURAL, engine_class
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    if not tokenizer.is_fast:
+        raise ArtifactError(f"{tokenizer_dir} has no fast tokenizer (tokenizer.json); one is required")
+    if task == "pair-classification" and positive_label is None:
+        positive_label = len(labels) - 1
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        work.chmod(0o755)  # mkdtemp makes it private; executors may run as another user
+        tokenizer.save_pretrained(work / "tokenizer")
+        output = OUTPUT_NAMES.get(task, "logits")
+        _export(module, work, backend, output, max_seq_len)
+        versions = _versions()
+        files = {str(p.relative_to(work)): artifact.sha256_file(p) for p in sorted(work.rglob("*")) if p.is_file()}
+        manifest = artifact.Manifest(
+            name=name, version=version, task=task, backend=backend, max_seq_len=max_seq_len,
+            buckets=tuple(buckets or default_buckets(max_seq_len)), files=files, labels=tuple(labels),
+            positive_label=positive_label, threshold=threshold, pooling=pooling if task == "embedding" else None,
+            target=_target(backend, versions), output=output, created_with=versions, source=source or {},
+        )
+        with engine_class(NATURAL[backend])(work, manifest) as engine:
+            record = parity.check(module, engine, tokenizer, task, manifest.precision, max_seq_len)
+        if not record["passed"]:
+            raise ParityError(f"{backend} export of {name} failed parity against transformers: {json.dumps(record)}")
+        import dataclasses
+
+        manifest = dataclasses.replace(manifest, parity=record)
+        artifact.write_manifest(work, manifest)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(work, out)
+        return manifest
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _read_labels(path: Path) -> list[str]:
+    text = Path(path).read_text()
+    labels = json.loads(text) if text.lstrip().startswith("[") else [l.strip() for l in text.splitlines() if l.strip()]
+    if not labels:
+        raise argparse.ArgumentTypeError(f"{path} lists no labels")
+    return [str(l) for l in labels]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m engines.compile", description=__doc__.split("\n\n")[0])
+    req = p.add_argument_group("Required arguments")
+    req.add_argument("--model", required=True, type=Path, help="Hugging Face model folder (config, weights, tokenizer)")
+    req.add_argument("--task", required=True, choices=artifact.TASKS)
+    req.add_argument("--out", required=True, type=Path, help="artifact folder to write (replaced if it exists)")
+    opt = p.add_argument_group("Optional arguments")
+    opt.add_argument("--backend", default="onnx", choices=("onnx", "torchscript"), help="default: onnx")
+    opt.add_argument("--max-seq-len", type=int, default=256, help="tokens per input (pair or text); default: 256")
+    opt.add_argument("--buckets", type=parse_buckets, default=None,
+                     help="(batch)x(seq) shapes, e.g. 64x64,32x128; default: 4096-token buckets up to --max-seq-len")
+    opt.add_argument("--name", default=None, help="default: the model folder's name")
+    opt.add_argument("--version", default="1", help="default: 1")
+    opt.add_argument("--labels-file", type=Path, default=None, help="labels, one per line or a JSON list; default: config.id2label")
+    opt.add_argument("--positive-label", type=int, default=None, help="pair-classification: index of the 'duplicate' class; default: last")
+    opt.add_argument("--threshold", type=float, default=0.5, help="score >= threshold means duplicate; default: 0.5")
+    opt.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="embedding task; default: mean")
+    return p
+
+
+def _argv_without_out(argv: list[str] | None) -> list[str]:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--out" in argv:
+        i = argv.index("--out")
+        del argv[i:i + 2]
+    return argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from engines.export import load_reference
+
+    if not (args.model / "config.json").is_file():
+        print(f"error: {args.model} is not a Hugging Face model folder (no config.json)", file=sys.stderr)
+        return 2
+    if not 8 <= args.max_seq_len <= 512:
+        print(f"error: --max-seq-len must be between 8 and 512, got {args.max_seq_len}", file=sys.stderr)
+        return 2
+    module, labels = load_reference(args.model, args.task, args.pooling)
+    if args.labels_file:
+        file_labels = _read_labels(args.labels_file)
+        if labels and len(file_labels) != len(labels):
+            print(f"error: {args.labels_file} has {len(file_labels)} labels, the model outputs {len(labels)}", file=sys.stderr)
+            return 2
+        labels = file_labels
+    try:
+        manifest = build_artifact(
+            module, args.model, args.out, task=args.task, backend=args.backend, name=args.name or args.model.name,
+            version=args.version, max_seq_len=args.max_seq_len, labels=labels, buckets=args.buckets,
+            positive_label=args.positive_label, threshold=args.threshold, pooling=args.pooling,
+            source={"model_dir": str(args.model.resolve()), "compile_args": _argv_without_out(argv)},
+        )
+    except (ParityError, ArtifactError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps({"artifact": str(args.out), "model": manifest.model_id, "task": manifest.task,
+                      "backend": manifest.backend, "parity": manifest.parity}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

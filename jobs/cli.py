@@ -1,0 +1,94 @@
+"""The flags every job shares (design §4), parsed into one frozen config."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+
+BACKENDS = ("auto", "onnx", "torch", "tensorrt", "neuronx", "neuron")
+FORMATS = ("parquet", "jsonl", "csv")
+
+
+@dataclasses.dataclass(frozen=True)
+class JobConfig:
+    input: str
+    output: str
+    model: str
+    run_date: str
+    input_format: str
+    backend: str
+    batch_tokens: int
+    max_seq_len: int | None
+    max_invalid_fraction: float
+    num_partitions: int | None
+    arrow_batch_rows: int
+    device: str | None
+    master: str | None
+    progress_seconds: float
+    extra: dict = dataclasses.field(default_factory=dict)  # job-specific flags
+
+
+def _date(text: str) -> str:
+    try:
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--run-date must be YYYY-MM-DD, got {text!r}") from None
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def format_from_path(path: str) -> str:
+    """The default --input-format: from the path's suffix, else parquet (a folder of part files)."""
+    name = path.rstrip("/").lower()
+    if name.endswith((".jsonl", ".json", ".jsonl.gz", ".json.gz")):
+        return "jsonl"
+    if name.endswith((".csv", ".csv.gz")):
+        return "csv"
+    return "parquet"
+
+
+def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    req = p.add_argument_group("Required arguments")
+    req.add_argument("--input", required=True, help="input table: a folder or file, local or s3://")
+    req.add_argument("--output", required=True, help="output root; rows land in <output>/run_date=<date>/")
+    req.add_argument("--model", required=True, help="artifact folder made by `python -m engines.compile` (or s3://)")
+    opt = p.add_argument_group("Optional arguments")
+    opt.add_argument("--run-date", type=_date, default=dt.datetime.now(dt.timezone.utc).date().isoformat(),
+                     help="partition to (re)write, YYYY-MM-DD; default: today (UTC)")
+    opt.add_argument("--input-format", choices=FORMATS, default=None, help="default: from the input path's suffix, else parquet")
+    opt.add_argument("--backend", choices=BACKENDS, default="auto", help="default: auto (what the artifact and hardware allow)")
+    opt.add_argument("--batch-tokens", type=positive_int, default=8192, help="padded tokens per device batch; default: 8192")
+    opt.add_argument("--max-seq-len", type=positive_int, default=None, help="truncate inputs to this many tokens; default: the artifact's")
+    opt.add_argument("--max-invalid-fraction", type=_fraction, default=0.01,
+                     help="exit 1 (after writing everything) if more rows than this are invalid or failed; default: 0.01")
+    opt.add_argument("--num-partitions", type=positive_int, default=None, help="repartition the input first; default: keep the input's")
+    opt.add_argument("--arrow-batch-rows", type=positive_int, default=4096,
+                     help="rows per Arrow batch handed to a worker (length sorting happens within it); default: 4096")
+    opt.add_argument("--device", default=None, help="cpu, cuda:N or neuron:N when Spark assigns no resource; default: cpu")
+    opt.add_argument("--master", default=None, help="Spark master when not launched by spark-submit; default: local[*]")
+    opt.add_argument("--progress-seconds", type=float, default=30.0, help="seconds between progress lines; default: 30")
+    return p
+
+
+def config_from(args: argparse.Namespace, extra: dict) -> JobConfig:
+    return JobConfig(
+        input=args.input, output=args.output.rstrip("/"), model=args.model, run_date=args.run_date,
+        input_format=args.input_format or format_from_path(args.input), backend=args.backend,
+        batch_tokens=args.batch_tokens, max_seq_len=args.max_seq_len,
+        max_invalid_fraction=args.max_invalid_fraction, num_partitions=args.num_partitions,
+        arrow_batch_rows=args.arrow_batch_rows, device=args.device, master=args.master,
+        progress_seconds=args.progress_seconds, extra=extra,
+    )

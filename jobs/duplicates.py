@@ -1,0 +1,39 @@
+"""Score candidate product pairs: the probability that two offers are the same product.
+
+    spark-submit jobs/duplicates.py --input pairs.parquet --output out/ --model artifacts/minilm \
+        --run-date 2026-11-29
+
+Input: `pair_id` and, per side, `left_<field>` / `right_<field>` for each --fields entry.
+Output: pair_id, score, is_duplicate, model, status, error, truncated; partition run_date.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+if __package__ in (None, ""):  # run as a file by spark-submit or python: make the repo importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from jobs import runner  # noqa: E402
+from jobs.cli import common_parser, config_from  # noqa: E402
+from udfs.workloads import Duplicates  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = common_parser("duplicates.py", __doc__.split("\n\n")[0])
+    parser.add_argument("--fields", default="title,brand,description",
+                        help="per-side fields joined in order into a side's text; the first is required; "
+                             "default: title,brand,description")
+    parser.add_argument("--id-column", default="pair_id", help="default: pair_id")
+    parser.add_argument("--threshold", type=float, default=None, help="is_duplicate = score >= this; default: the artifact's")
+    args = parser.parse_args(argv)
+    fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
+    if not fields:
+        parser.error("--fields needs at least one field")
+    workload = Duplicates(fields=fields, id_column=args.id_column, threshold=args.threshold)
+    cfg = config_from(args, {"fields": fields, "threshold": args.threshold})
+    return runner.run(cfg, workload, "accel-scoring-duplicates")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

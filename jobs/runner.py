@@ -1,0 +1,147 @@
+"""The shared life of a scoring job: check -> read -> score -> write -> summarise -> exit code.
+
+Exit codes: 0 success; 2 bad arguments or input (nothing written); 1 failed while scoring, or
+more invalid/failed rows than --max-invalid-fraction (everything is still written).
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+from engines.artifact import open_artifact
+from engines.errors import ArtifactError
+from engines.registry import resolve_backend
+from jobs import io
+from jobs.cli import JobConfig
+from jobs.progress import Progress
+from udfs.runtime import ScorerSpec, localize
+from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
+from udfs.validate import REASON_CODES
+
+
+def plan(cfg: JobConfig, workload) -> tuple[ScorerSpec, object]:
+    """Driver-side checks of the artifact before any task starts (InputError on failure)."""
+    try:
+        manifest = open_artifact(localize(cfg.model))
+        backend = resolve_backend(cfg.backend, manifest)
+    except ArtifactError as e:
+        raise io.InputError(f"--model {cfg.model}: {e}") from None
+    if manifest.task not in workload.tasks:
+        raise io.InputError(f"--model {cfg.model} is a {manifest.task} artifact; this job needs one of {workload.tasks}")
+    max_seq_len = min(cfg.max_seq_len or manifest.max_seq_len, manifest.max_seq_len)
+    spec = ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=cfg.batch_tokens,
+                      max_seq_len=max_seq_len, device=cfg.device)
+    return spec, manifest
+
+
+def _observed_metrics(F, workload):
+    ok = F.col("status") == "ok"
+    reason = F.split(F.col("error"), ":").getItem(0)
+    exprs = [
+        F.count(F.lit(1)).alias("rows_out"),
+        F.sum(ok.cast("long")).alias("ok"),
+        F.sum((F.col("status") == "invalid_input").cast("long")).alias("invalid"),
+        F.sum((F.col("status") == "error").cast("long")).alias("error"),
+        F.sum(F.col("truncated").cast("long")).alias("truncated"),
+        F.sum("_m_real_tokens").alias("real_tokens"),
+        F.sum("_m_padded_tokens").alias("padded_tokens"),
+        F.sum("_m_engine_loads").alias("engine_loads"),
+        F.sum("_m_engine_seconds").alias("engine_seconds"),
+        F.sum("_m_retries").alias("batch_retries"),
+        F.concat_ws("\n", F.collect_set("_m_worker")).alias("tasks"),  # Observation returns scalars only
+    ]
+    exprs += [F.sum((reason == code).cast("long")).alias(f"invalid_{code}") for code in REASON_CODES]
+    return exprs
+
+
+def run(cfg: JobConfig, workload, app_name: str) -> int:
+    import json
+
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    t_start = time.time()
+    try:
+        spec, manifest = plan(cfg, workload)
+    except io.InputError as e:
+        return _fail(2, str(e))
+    spark = io.spark_session(app_name, cfg.master)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
+    try:
+        raw = io.read_input(spark, cfg.input, cfg.input_format)
+        df = io.prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
+        rows_in = raw.count()
+    except io.InputError as e:
+        return _fail(2, str(e))
+    except AnalysisException as e:
+        return _fail(2, f"cannot read --input {cfg.input}: {io._first_line(e)}")
+    if cfg.num_partitions:
+        df = df.repartition(cfg.num_partitions)
+    scored = df.mapInPandas(Scorer(spec, workload), output_ddl(workload))
+    observation = Observation("accel_scoring")
+    scored = scored.observe(observation, *_observed_metrics(F, workload))
+    out = scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date))
+    print(f"scoring {rows_in} rows from {cfg.input} with {manifest.model_id} on backend {spec.backend} "
+          f"-> {cfg.output}/run_date={cfg.run_date}", file=sys.stderr, flush=True)
+    progress = Progress(spark, rows_in, cfg.progress_seconds)
+    progress.start()
+    t_score = time.time()
+    try:
+        io.write_scores(out, cfg.output)
+    except Exception as e:  # noqa: BLE001 - a failed write is a failed run; say why, exit 1
+        return _fail(1, f"scoring failed: {_root_cause(e)}")
+    finally:
+        progress.stop()
+    scoring_seconds = time.time() - t_score
+    m = observation.get
+    summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds)
+    io.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
+    print(io.dumps(summary), flush=True)
+    if summary["rows_out"] != rows_in:
+        return _fail(1, f"row count mismatch: {rows_in} in, {summary['rows_out']} written")
+    if summary["bad_fraction"] > cfg.max_invalid_fraction:
+        return _fail(1, f"{summary['invalid'] + summary['error']} of {rows_in} rows invalid or failed "
+                        f"({summary['bad_fraction']:.2%} > --max-invalid-fraction {cfg.max_invalid_fraction:.2%}); "
+                        f"all rows were written")
+    return 0
+
+
+def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -> dict:
+    import json
+
+    tasks = sorted((json.loads(t) for t in (m.get("tasks") or "").splitlines()), key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
+    rows_out = int(m.get("rows_out") or 0)
+    real, padded = int(m.get("real_tokens") or 0), int(m.get("padded_tokens") or 0)
+    invalid, error = int(m.get("invalid") or 0), int(m.get("error") or 0)
+    return {
+        "job": spark.sparkContext.appName, "run_date": cfg.run_date, "input": cfg.input, "output": cfg.output,
+        "rows_in": rows_in, "rows_out": rows_out, "ok": int(m.get("ok") or 0), "invalid": invalid, "error": error,
+        "invalid_by_reason": {code: int(m.get(f"invalid_{code}") or 0) for code in REASON_CODES},
+        "truncated": int(m.get("truncated") or 0),
+        "bad_fraction": (invalid + error) / rows_in if rows_in else 0.0,
+        "wall_seconds": round(time.time() - t_start, 3), "scoring_seconds": round(scoring_seconds, 3),
+        "rows_per_second": round(rows_out / scoring_seconds, 2) if scoring_seconds > 0 else None,
+        "engine_seconds": round(float(m.get("engine_seconds") or 0.0), 3),
+        "backend": spec.backend, "devices": sorted({t["device"] for t in tasks}),
+        "engine_loads": int(m.get("engine_loads") or 0), "batch_retries": int(m.get("batch_retries") or 0),
+        "model": manifest.model_id, "model_sha256": manifest.digest, "task": manifest.task,
+        "real_tokens": real, "padded_tokens": padded,
+        "padding_efficiency": round(real / padded, 4) if padded else None,
+        "spark_application_id": spark.sparkContext.applicationId, "tasks": tasks,
+    }
+
+
+def _root_cause(e: Exception) -> str:
+    text = str(e)
+    for marker in ("ArtifactError", "EngineUnavailableError", "TargetMismatchError", "PythonException"):
+        if marker in text:
+            lines = [l for l in text.splitlines() if marker in l or "Error:" in l]
+            if lines:
+                return lines[-1].strip()[:2000]
+    return io._first_line(e)[:2000]
+
+
+def _fail(code: int, message: str) -> int:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    return code

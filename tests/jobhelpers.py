@@ -1,0 +1,43 @@
+"""Run jobs in-process on the shared test SparkSession and read what they wrote."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+
+def run_job(main, capsys, **flags) -> tuple[int, dict | None, str]:
+    argv = []
+    for flag, value in flags.items():
+        argv += [f"--{flag.replace('_', '-')}", str(value)]
+    argv += ["--progress-seconds", "3600"]
+    rc = main(argv)
+    captured = capsys.readouterr()
+    lines = [l for l in captured.out.splitlines() if l.startswith("{")]
+    return rc, (json.loads(lines[-1]) if lines else None), captured.err
+
+
+def read_partition(output: Path, run_date: str) -> pd.DataFrame:
+    return pd.read_parquet(Path(output) / f"run_date={run_date}")
+
+
+def pairs_frame(n: int, seed: int = 0) -> pd.DataFrame:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    brands = ["Apple", "Samsung", "Sony", "Lego", "Nike"]
+    items = ["phone", "tv", "headphones", "set", "shoes"]
+    rows = []
+    for i in range(n):
+        b, it = rng.integers(0, 5, 2)
+        rows.append({
+            "pair_id": f"p{i:05d}",
+            "left_title": f"{brands[b]} {items[it]} model {rng.integers(100)}",
+            "left_brand": brands[b],
+            "left_description": " ".join(["great"] * int(rng.integers(0, 80))),
+            "right_title": f"{items[it]} by {brands[(b + i % 2) % 5]} {rng.integers(100)}",
+            "right_brand": brands[(b + i % 2) % 5],
+            "right_description": "" if i % 3 else "refurbished",
+        })
+    return pd.DataFrame(rows)

@@ -1,0 +1,93 @@
+import json
+
+import numpy as np
+import pytest
+
+from engines import compile as compile_cli
+from engines import parity
+from engines.artifact import open_artifact
+from engines.registry import engine_class
+
+
+@pytest.mark.parametrize("task, backend", [("pair-classification", "onnx"), ("pair-classification", "torchscript"),
+                                           ("embedding", "onnx"), ("text-classification", "onnx")])
+def test_compiled_artifact_records_parity_and_verifies(compile_artifact, task, backend):
+    folder = compile_artifact(task, backend)
+    m = open_artifact(folder)
+    assert (m.task, m.backend, m.name, m.version, m.max_seq_len) == (task, backend, f"tiny-{task}", "7", 256)
+    assert m.parity["passed"] is True and m.parity["probe_rows"] > 10
+    if task == "embedding":
+        assert m.parity["min_cosine"] >= 0.9999 and m.output == "sentence_embedding" and m.pooling == "mean"
+    else:
+        assert m.parity["max_abs_diff"] <= 1e-4 and m.output == "logits"
+    assert "tokenizer/tokenizer.json" in m.files
+    assert m.buckets[-1][1] == 256 and all(b * s <= 4096 for b, s in m.buckets)
+
+
+def test_pair_artifact_labels_and_positive_label(compile_artifact):
+    m = open_artifact(compile_artifact("pair-classification"))
+    assert m.labels == ("different", "duplicate") and m.positive_label == 1
+
+
+def test_engine_agrees_with_transformers_through_our_tokenizer(compile_artifact, tiny_models):
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from udfs.runtime import ScorerSpec, load_runtime
+    from udfs.tasks import score_pairs
+    from engines.base import Device
+
+    folder = compile_artifact("pair-classification")
+    m = open_artifact(folder)
+    runtime = load_runtime(ScorerSpec(str(folder), m.digest, "onnx", 512, 64), Device(), 1)
+    left = ["usb-c charger 65w", "Apple iPhone 15 Pro 256GB " * 10, "中文"]
+    right = ["65 watt usb c charger", "iphone 15 pro", "🌟"]
+    got = score_pairs(runtime, left, right, token_budget=512).values
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_models["pair-classification"]).eval()
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(tiny_models["pair-classification"])
+    with torch.no_grad():
+        ref = torch.softmax(model(**tok(left, right, truncation=True, max_length=64, padding=True, return_tensors="pt")).logits, -1)[:, 1]
+    assert np.abs(got - ref.numpy()).max() < 1e-5
+
+
+def test_failed_parity_writes_nothing_and_exits_1(tiny_models, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(parity.LOGITS_ATOL, "fp32", -1.0)
+    out = tmp_path / "never"
+    rc = compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",
+                           "--out", str(out)])
+    assert rc == 1 and not out.exists()
+    assert "failed parity against transformers" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # the work folder is cleaned up too
+
+
+def test_bad_arguments_exit_2(tiny_models, tmp_path, capsys):
+    assert compile_cli.main(["--model", str(tmp_path), "--task", "embedding", "--out", str(tmp_path / "x")]) == 2
+    assert "not a Hugging Face model folder" in capsys.readouterr().err
+    labels = tmp_path / "labels.txt"
+    labels.write_text("a\nb\nc\n")
+    assert compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",
+                             "--labels-file", str(labels), "--out", str(tmp_path / "y")]) == 2
+    assert "has 3 labels, the model outputs 2" in capsys.readouterr().err
+
+
+def test_parse_buckets():
+    assert compile_cli.parse_buckets("32x128, 64x64") == [(64, 64), (32, 128)]
+    with pytest.raises(Exception, match="must look like"):
+        compile_cli.parse_buckets("64by64")
+    assert compile_cli.default_buckets(100) == [(128, 32), (64, 64), (40, 100)]
+
+
+def test_torchscript_artifact_runs_on_torch_engine_only(compile_artifact):
+    from engines.errors import ArtifactError
+    from engines.registry import resolve_backend
+
+    m = open_artifact(compile_artifact("pair-classification", "torchscript"))
+    assert resolve_backend("auto", m) == "torch"
+    with pytest.raises(ArtifactError, match="compiled for backend 'torchscript'"):
+        resolve_backend("onnx", m)
+    engine = engine_class("torch")(compile_artifact("pair-classification", "torchscript"), m).load()
+    ids = np.array([[101, 2000, 102, 0]])
+    out = engine.infer({"input_ids": ids, "attention_mask": (ids > 0).astype(int), "token_type_ids": ids * 0})
+    assert out.shape == (1, 2)
+    assert json.loads((compile_artifact("pair-classification", "torchscript") / "manifest.json").read_text())["target"]["runtime"] == "torch"

@@ -1,0 +1,121 @@
+"""Exit codes, bad input and re-runs of the jobs (design §4), on local Spark."""
+import pandas as pd
+import pytest
+
+from jobs.duplicates import main
+from tests.jobhelpers import pairs_frame, read_partition, run_job
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def model(compile_artifact):
+    return compile_artifact("pair-classification")
+
+
+@pytest.fixture
+def write(tmp_path):
+    def _write(df: pd.DataFrame, name: str = "in.parquet"):
+        path = tmp_path / name
+        if name.endswith(".jsonl"):
+            df.to_json(path, orient="records", lines=True)
+        elif name.endswith(".csv"):
+            df.to_csv(path, index=False)
+        else:
+            df.to_parquet(path)
+        return path
+    return _write
+
+
+def test_missing_required_column_exits_2_and_writes_nothing(spark, model, write, tmp_path, capsys):
+    path = write(pairs_frame(5).drop(columns=["right_title"]))
+    rc, summary, err = run_job(main, capsys, input=path, output=tmp_path / "out", model=model)
+    assert rc == 2 and summary is None
+    assert "lacks required column(s) ['right_title']" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_struct_typed_text_column_exits_2(spark, model, tmp_path, capsys):
+    spark.createDataFrame([("a", ("x", 1), "y")], "pair_id string, left_title struct<a:string,b:int>, right_title string") \
+        .write.parquet(str(tmp_path / "in"))
+    rc, _, err = run_job(main, capsys, input=tmp_path / "in", output=tmp_path / "out", model=model)
+    assert rc == 2 and "left_title (struct<a:string,b:int>)" in err and not (tmp_path / "out").exists()
+
+
+def test_numeric_ids_and_text_columns_are_scored_as_text(spark, model, write, tmp_path, capsys):
+    df = pd.DataFrame({"pair_id": [1, 2, 3], "left_title": [12345, 678, 9], "right_title": [12345.0, 1.5, None]})
+    rc, summary, _ = run_job(main, capsys, input=write(df), output=tmp_path / "out", model=model, run_date="2026-03-01",
+                             max_invalid_fraction=0.5)
+    res = read_partition(tmp_path / "out", "2026-03-01").sort_values("pair_id")
+    assert rc == 0 and res.pair_id.tolist() == ["1", "2", "3"]
+    assert res.status.tolist() == ["ok", "ok", "invalid_input"]
+
+
+def test_tampered_artifact_fails_before_any_task(spark, model, artifact_copy, write, tmp_path, capsys):
+    bad = artifact_copy(model)
+    with open(bad / "model.onnx", "ab") as f:
+        f.write(b"\0")
+    rc, _, err = run_job(main, capsys, input=write(pairs_frame(5)), output=tmp_path / "out", model=bad)
+    assert rc == 2 and "model.onnx: sha256" in err and not (tmp_path / "out").exists()
+
+
+def test_wrong_task_artifact_and_unreadable_input_exit_2(spark, compile_artifact, model, tmp_path, capsys):
+    rc, _, err = run_job(main, capsys, input=tmp_path / "nope.parquet", output=tmp_path / "out", model=model)
+    assert rc == 2 and "cannot read --input" in err
+    rc, _, err = run_job(main, capsys, input=tmp_path / "nope.parquet", output=tmp_path / "out",
+                         model=compile_artifact("text-classification"))
+    assert rc == 2 and "is a text-classification artifact" in err
+    rc, _, err = run_job(main, capsys, input=tmp_path / "nope.parquet", output=tmp_path / "out", model=tmp_path)
+    assert rc == 2 and "manifest.json not found" in err
+
+
+def test_bad_flag_values_exit_2(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--input", "x", "--output", "y", "--model", "z", "--run-date", "29/11/2026"])
+    assert e.value.code == 2 and "--run-date must be YYYY-MM-DD" in capsys.readouterr().err
+
+
+def test_invalid_fraction_gate_exits_1_after_writing_everything(spark, model, write, tmp_path, capsys):
+    df = pairs_frame(20)
+    df.loc[:4, "left_title"] = None
+    df.loc[:4, "left_brand"] = None
+    df.loc[:4, "left_description"] = None
+    path = write(df)
+    rc, summary, err = run_job(main, capsys, input=path, output=tmp_path / "out", model=model, run_date="2026-03-02",
+                               max_invalid_fraction=0.2)
+    assert rc == 1 and "25.00% > --max-invalid-fraction 20.00%" in err
+    assert len(read_partition(tmp_path / "out", "2026-03-02")) == 20 and summary["invalid"] == 5
+    rc, _, _ = run_job(main, capsys, input=path, output=tmp_path / "out", model=model, run_date="2026-03-02",
+                       max_invalid_fraction=0.25)
+    assert rc == 0
+
+
+def test_rerun_replaces_only_its_date(spark, model, write, tmp_path, capsys):
+    out = tmp_path / "out"
+    first, second = write(pairs_frame(30, seed=1), "a.parquet"), write(pairs_frame(12, seed=2), "b.parquet")
+    assert run_job(main, capsys, input=first, output=out, model=model, run_date="2026-04-01")[0] == 0
+    assert run_job(main, capsys, input=second, output=out, model=model, run_date="2026-04-02")[0] == 0
+    day1 = read_partition(out, "2026-04-01").sort_values("pair_id", ignore_index=True)
+    day2 = read_partition(out, "2026-04-02").sort_values("pair_id", ignore_index=True)
+    assert run_job(main, capsys, input=first, output=out, model=model, run_date="2026-04-01")[0] == 0
+    again = read_partition(out, "2026-04-01").sort_values("pair_id", ignore_index=True)
+    pd.testing.assert_frame_equal(day1, again)
+    pd.testing.assert_frame_equal(day2, read_partition(out, "2026-04-02").sort_values("pair_id", ignore_index=True))
+    assert len(day1) == 30 and len(day2) == 12
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("run_date=")) == ["run_date=2026-04-01", "run_date=2026-04-02"]
+
+
+@pytest.mark.parametrize("name", ["in.jsonl", "in.csv"])
+def test_jsonl_and_csv_inputs_with_absent_optional_fields(spark, model, write, tmp_path, capsys, name):
+    df = pairs_frame(10)[["pair_id", "left_title", "right_title", "left_description"]]
+    df.loc[3, "left_description"] = 'has "quotes", commas\nand a newline'
+    rc, summary, _ = run_job(main, capsys, input=write(df, name), output=tmp_path / "out", model=model, run_date="2026-05-01")
+    res = read_partition(tmp_path / "out", "2026-05-01")
+    assert rc == 0 and len(res) == 10 and (res.status == "ok").all()
+
+
+def test_torch_backend_end_to_end(spark, compile_artifact, write, tmp_path, capsys):
+    ts = compile_artifact("pair-classification", "torchscript")
+    rc, summary, _ = run_job(main, capsys, input=write(pairs_frame(15)), output=tmp_path / "t", model=ts, backend="torch",
+                             run_date="2026-06-01")
+    assert rc == 0 and summary["backend"] == "torch" and summary["ok"] == 15

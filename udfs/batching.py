@@ -1,0 +1,86 @@
+"""Length-sorted, token-budget device batches and their padding.
+
+Rows are sorted by length (ties by position, so the plan is deterministic), cut into batches
+whose padded size fits the token budget, and padded either to the batch's longest row rounded
+up to a multiple of 8 (dynamic engines) or to the smallest compiled bucket that fits (static).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceBatch:
+    rows: np.ndarray  # indices into the encoded rows, in the order they are fed
+    seq_len: int  # padded sequence length
+    batch_size: int  # padded batch size (> len(rows) only for static engines)
+
+    @property
+    def padded_tokens(self) -> int:
+        return self.seq_len * self.batch_size
+
+
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+def plan_batches(lengths: np.ndarray, token_budget: int, *, max_seq_len: int, pad_multiple: int = 8,
+                 buckets: tuple[tuple[int, int], ...] = (), static: bool = False) -> list[DeviceBatch]:
+    """Cut rows into device batches. Every row appears in exactly one batch."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.lexsort((np.arange(len(lengths)), lengths))
+    batches: list[DeviceBatch] = []
+    start = 0
+    while start < len(order):
+        if static:
+            batch = _static_batch(order, lengths, start, buckets)
+        else:
+            batch = _dynamic_batch(order, lengths, start, token_budget, max_seq_len, pad_multiple)
+        batches.append(batch)
+        start += len(batch.rows)
+    return batches
+
+
+def _dynamic_batch(order, lengths, start, token_budget, max_seq_len, pad_multiple) -> DeviceBatch:
+    # Rows are ascending, so the last row taken sets the padded length.
+    end = start
+    seq = 0
+    while end < len(order):
+        seq_next = min(round_up(int(lengths[order[end]]), pad_multiple), max(max_seq_len, pad_multiple))
+        if end > start and seq_next * (end - start + 1) > token_budget:
+            break
+        seq = seq_next
+        end += 1
+    return DeviceBatch(order[start:end], seq, end - start)
+
+
+def _static_batch(order, lengths, start, buckets) -> DeviceBatch:
+    if not buckets:
+        raise ValueError("a static-shape engine needs compiled buckets")
+    first = int(lengths[order[start]])
+    fitting = [b for b in buckets if b[1] >= first]
+    if not fitting:
+        raise ValueError(f"a row of {first} tokens exceeds the largest compiled bucket {max(b[1] for b in buckets)}")
+    batch_rows, seq = min(fitting, key=lambda b: b[1])
+    end = start
+    while end < len(order) and end - start < batch_rows and lengths[order[end]] <= seq:
+        end += 1
+    return DeviceBatch(order[start:end], seq, batch_rows)
+
+
+def pad(ids: list[np.ndarray], type_ids: list[np.ndarray], batch: DeviceBatch) -> dict[str, np.ndarray]:
+    """Engine feed for one device batch: zero padding, mask 1 on real tokens."""
+    shape = (batch.batch_size, batch.seq_len)
+    input_ids = np.zeros(shape, dtype=np.int64)
+    token_types = np.zeros(shape, dtype=np.int64)
+    mask = np.zeros(shape, dtype=np.int64)
+    for slot, row in enumerate(batch.rows):
+        n = len(ids[row])
+        input_ids[slot, :n] = ids[row]
+        token_types[slot, :n] = type_ids[row]
+        mask[slot, :n] = 1
+    if len(batch.rows) < batch.batch_size:
+        mask[len(batch.rows):, 0] = 1  # filler rows attend to one token, so no row is all-masked
+    return {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": token_types}

@@ -1,0 +1,75 @@
+"""Run encoded rows through an engine in planned device batches, isolating failures.
+
+A batch that fails (out of memory, a runtime error) is split in half and retried, down to
+single rows; a row that still fails gets an error message instead of killing the task.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from udfs.batching import DeviceBatch, pad, plan_batches, round_up
+from udfs.tokenize import Encoded
+
+
+@dataclasses.dataclass
+class RunStats:
+    real_tokens: int = 0
+    padded_tokens: int = 0
+    engine_seconds: float = 0.0
+    batches: int = 0
+    retries: int = 0
+
+
+@dataclasses.dataclass
+class RunResult:
+    outputs: np.ndarray  # [rows, width] float64; NaN where the row failed
+    errors: list  # None, or why the row failed
+    stats: RunStats
+
+
+def run_encoded(engine, enc: Encoded, token_budget: int) -> RunResult:
+    spec = engine.spec
+    lengths = enc.lengths
+    stats = RunStats(real_tokens=int(lengths.sum()))
+    outputs: np.ndarray | None = None
+    errors: list = [None] * len(lengths)
+    plan = plan_batches(lengths, token_budget, max_seq_len=spec.max_seq_len, pad_multiple=spec.pad_multiple,
+                        buckets=spec.buckets, static=spec.static_shapes)
+    pending = list(plan)
+    while pending:
+        batch = pending.pop()
+        t0 = time.perf_counter()
+        try:
+            result = np.asarray(engine.infer(pad(enc.ids, enc.type_ids, batch)))[: len(batch.rows)]
+        except Exception as e:  # noqa: BLE001 - any engine failure is isolated to its rows
+            stats.engine_seconds += time.perf_counter() - t0
+            if len(batch.rows) > 1:
+                stats.retries += 1
+                pending.extend(_halves(batch, lengths, spec))
+            else:
+                errors[int(batch.rows[0])] = f"engine_error: {type(e).__name__}: {str(e)[:300]}"
+            continue
+        stats.engine_seconds += time.perf_counter() - t0
+        stats.batches += 1
+        stats.padded_tokens += batch.padded_tokens
+        if outputs is None:
+            outputs = np.full((len(lengths), result.shape[1]), np.nan, dtype=np.float64)
+        outputs[batch.rows] = result
+    if outputs is None:
+        outputs = np.full((len(lengths), 1), np.nan, dtype=np.float64)
+    return RunResult(outputs, errors, stats)
+
+
+def _halves(batch: DeviceBatch, lengths: np.ndarray, spec) -> list[DeviceBatch]:
+    mid = len(batch.rows) // 2
+    parts = []
+    for rows in (batch.rows[:mid], batch.rows[mid:]):
+        if spec.static_shapes:
+            parts.append(DeviceBatch(rows, batch.seq_len, batch.batch_size))
+        else:
+            seq = min(round_up(int(lengths[rows].max()), spec.pad_multiple), max(spec.max_seq_len, spec.pad_multiple))
+            parts.append(DeviceBatch(rows, seq, len(rows)))
+    return parts

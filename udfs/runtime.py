@@ -1,0 +1,57 @@
+"""What one worker holds per (artifact, backend, device): the manifest, the loaded engine and
+the tokenizer. Built once per worker through the cache, never per batch."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from engines.artifact import Manifest, open_artifact
+from engines.base import Device, Engine
+from engines.errors import ArtifactError
+from engines.registry import engine_class
+from udfs.tokenize import TextEncoder
+
+
+@dataclasses.dataclass(frozen=True)
+class ScorerSpec:
+    """Everything a worker needs, small and picklable; captured by the UDF closure."""
+
+    artifact: str  # local folder or s3:// URI
+    digest: str  # the manifest digest the driver verified; workers refuse anything else
+    backend: str
+    batch_tokens: int
+    max_seq_len: int
+    device: str | None = None
+
+
+def localize(uri: str) -> Path:
+    """A local folder for the artifact; remote URIs are fetched once per node by engines.store."""
+    if "://" in uri and not uri.startswith("file://"):
+        from engines.store import localize as fetch
+
+        return fetch(uri)
+    return Path(uri.removeprefix("file://"))
+
+
+@dataclasses.dataclass
+class Runtime:
+    manifest: Manifest
+    engine: Engine
+    encoder: TextEncoder
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def load_runtime(spec: ScorerSpec, device: Device, threads: int) -> Runtime:
+    # Tokenizer threads follow the task's CPU share too; set before the tokenizer first runs.
+    os.environ.setdefault("RAYON_NUM_THREADS", str(threads))
+    folder = localize(spec.artifact)
+    manifest = open_artifact(folder)
+    if manifest.digest != spec.digest:
+        raise ArtifactError(f"artifact at {spec.artifact} changed after the job started "
+                            f"(manifest digest {manifest.digest[:12]}… != {spec.digest[:12]}…)")
+    engine = engine_class(spec.backend)(folder, manifest, device, threads).load()
+    encoder = TextEncoder(folder / "tokenizer" / "tokenizer.json", spec.max_seq_len)
+    return Runtime(manifest, engine, encoder)

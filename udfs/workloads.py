@@ -1,0 +1,137 @@
+"""How rows become texts and how model outputs become columns: the only thing the two jobs
+do differently. Everything else (tokenize, batch, engine, metrics) is shared."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from udfs import heads, tasks, validate
+
+ID_COUNT = "_id_count"  # added by the job: how often each id occurs in the input
+COMMON_COLUMNS = "model string, status string, error string, truncated boolean"
+
+
+def _status(frame_len: int, invalid: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    status = np.full(frame_len, "ok", dtype=object)
+    error = np.full(frame_len, None, dtype=object)
+    bad_engine = np.array([e is not None for e in errors], dtype=bool)
+    status[bad_engine], error[bad_engine] = "error", errors[bad_engine]
+    bad_input = np.array([r is not None for r in invalid], dtype=bool)
+    status[bad_input], error[bad_input] = "invalid_input", invalid[bad_input]
+    return status, error
+
+
+def _scatter(n: int, ok: np.ndarray, scored: tasks.Scored) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Spread results for the valid rows back over all rows (invalid rows: NaN, no error)."""
+    width = scored.values.shape[1:] if scored.values.ndim > 1 else ()
+    values = np.full((n, *width), np.nan)
+    values[ok] = scored.values
+    errors = np.full(n, None, dtype=object)
+    errors[ok] = np.asarray(scored.errors, dtype=object) if len(scored.errors) else errors[ok]
+    truncated = np.zeros(n, dtype=bool)
+    truncated[ok] = scored.truncated
+    return values, errors, truncated
+
+
+@dataclasses.dataclass(frozen=True)
+class Duplicates:
+    """Product pairs: `pair_id` plus `left_<field>` / `right_<field>` per field."""
+
+    fields: tuple[str, ...] = ("title", "brand", "description")
+    id_column: str = "pair_id"
+    threshold: float | None = None  # None: the artifact's threshold
+    tasks = ("pair-classification", "embedding")
+
+    @property
+    def text_columns(self) -> list[str]:
+        return [f"{side}_{f}" for side in ("left", "right") for f in self.fields]
+
+    @property
+    def required_columns(self) -> list[str]:
+        return [self.id_column, f"left_{self.fields[0]}", f"right_{self.fields[0]}"]
+
+    def output_ddl(self) -> str:
+        return f"{self.id_column} string, score double, is_duplicate boolean, {COMMON_COLUMNS}"
+
+    def side(self, frame: pd.DataFrame, side: str) -> pd.Series:
+        """A side's text: its fields joined in order; null only when every field is null."""
+        cols = [frame[f"{side}_{f}"] if f"{side}_{f}" in frame else pd.Series(None, index=frame.index, dtype=object)
+                for f in self.fields]
+        parts = pd.concat(cols, axis=1)
+        joined = parts.apply(lambda r: " ".join(str(x).strip() for x in r if isinstance(x, str) and x.strip()), axis=1)
+        return joined.where(parts.notna().any(axis=1), None) if len(frame) else pd.Series([], dtype=object)
+
+    def score(self, runtime, frame: pd.DataFrame, token_budget: int) -> tuple[pd.DataFrame, tasks.Scored]:
+        left, right = self.side(frame, "left"), self.side(frame, "right")
+        invalid = validate.first_problem(
+            validate.id_problems(frame[self.id_column], frame[ID_COUNT], self.id_column),
+            validate.text_problems(left, "left side"), validate.text_problems(right, "right side"))
+        ok = np.array([r is None for r in invalid], dtype=bool)
+        scored = tasks.score_pairs(runtime, left[ok].tolist(), right[ok].tolist(), token_budget)
+        scores, errors, truncated = _scatter(len(frame), ok, scored)
+        status, error = _status(len(frame), invalid, errors)
+        threshold = runtime.manifest.threshold if self.threshold is None else self.threshold
+        good = status == "ok"
+        scores[~good] = np.nan
+        out = pd.DataFrame({
+            self.id_column: frame[self.id_column].astype(object).to_numpy(),
+            "score": scores,
+            "is_duplicate": pd.array(np.where(good, scores >= threshold, None), dtype="boolean"),
+            "model": runtime.manifest.model_id, "status": status, "error": error, "truncated": truncated,
+        })
+        return out, scored
+
+
+@dataclasses.dataclass(frozen=True)
+class QueryIntent:
+    """Search queries: `query_id` and `query` (names settable); intent, confidence, top-k."""
+
+    id_column: str = "query_id"
+    query_column: str = "query"
+    top_k: int = 3
+    tasks = ("text-classification",)
+
+    @property
+    def text_columns(self) -> list[str]:
+        return [self.query_column]
+
+    @property
+    def required_columns(self) -> list[str]:
+        return [self.id_column, self.query_column]
+
+    def output_ddl(self) -> str:
+        return (f"{self.id_column} string, intent string, confidence double, "
+                f"top_k array<struct<label: string, score: double>>, {COMMON_COLUMNS}")
+
+    def score(self, runtime, frame: pd.DataFrame, token_budget: int) -> tuple[pd.DataFrame, tasks.Scored]:
+        queries = frame[self.query_column]
+        invalid = validate.first_problem(
+            validate.id_problems(frame[self.id_column], frame[ID_COUNT], self.id_column),
+            validate.text_problems(queries, self.query_column))
+        ok = np.array([r is None for r in invalid], dtype=bool)
+        scored = tasks.score_texts(runtime, queries[ok].tolist(), token_budget)
+        labels = runtime.manifest.labels
+        logits = np.full((len(frame), len(labels)), np.nan)
+        errors = np.full(len(frame), None, dtype=object)
+        truncated = np.zeros(len(frame), dtype=bool)
+        if ok.any():
+            logits[ok], errors[ok], truncated[ok] = scored.values, scored.errors, scored.truncated
+        status, error = _status(len(frame), invalid, errors)
+        good = status == "ok"
+        intent = np.full(len(frame), None, dtype=object)
+        confidence = np.full(len(frame), np.nan)
+        top: list = [None] * len(frame)  # a list: numpy would turn equal-length lists into a 2-D array
+        if good.any():
+            order, probs = heads.top_k(logits[good], labels, self.top_k)
+            intent[good] = [labels[i] for i in order[:, 0]]
+            confidence[good] = probs[:, 0]
+            for row, o, ps in zip(np.flatnonzero(good), order, probs):
+                top[row] = [{"label": labels[i], "score": float(p)} for i, p in zip(o, ps)]
+        out = pd.DataFrame({
+            self.id_column: frame[self.id_column].astype(object).to_numpy(),
+            "intent": intent, "confidence": confidence, "top_k": top,
+            "model": runtime.manifest.model_id, "status": status, "error": error, "truncated": truncated,
+        })
+        return out, scored
