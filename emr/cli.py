@@ -347,7 +347,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        if getattr(args, "dry_run", False):
+            print("dry run: the requests above were validated and printed, none was sent "
+                  "(ids shown are placeholders)", file=sys.stderr)
+        return code
     except EmrError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
