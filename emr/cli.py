@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eks-submit", parents=[common], help="run the job on EMR on EKS (Inferentia)")
     p.add_argument("--virtual-cluster-id", required=True)
     p.add_argument("--execution-role-arn", required=True)
-    p.add_argument("--image", required=True, help="the Neuron image built from emr/eks/Dockerfile")
+    p.add_argument("--image", required=True, help="the Neuron image built from emr/k8s/Dockerfile")
     p.add_argument("--prefix", required=True, help="the staged prefix")
     p.add_argument("--release-label", default="emr-7.13.0-latest")
     p.add_argument("--log-uri", help="s3://... for driver and executor logs")

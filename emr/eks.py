@@ -2,7 +2,7 @@
 
 EMR on EC2 offers no inf2 instances, so Neuron scoring runs on an EKS cluster with an inf2
 node group and the Neuron device plugin, registered with EMR on EKS as a virtual cluster.
-The image (emr/eks/Dockerfile) carries the Neuron runtime, torch-neuronx and the project's
+The image (emr/k8s/Dockerfile) carries the Neuron runtime, torch-neuronx and the project's
 dependencies; the code comes from the staged ``--py-files`` zip, as on EMR on EC2.
 
 Spark asks Kubernetes for ``aws.amazon.com/neuroncore`` because the resource ``neuroncore`` has

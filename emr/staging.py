@@ -65,7 +65,7 @@ def plan_stage(
     for name in SCRIPTS:
         add(EMR_DIR / "scripts" / name, layout.script(name), f"script {name}", "part of emr/")
     for name in POD_TEMPLATES:
-        add(EMR_DIR / "eks" / name, layout.eks(name), f"pod template {name}", "part of emr/")
+        add(EMR_DIR / "k8s" / name, layout.eks(name), f"pod template {name}", "part of emr/")
     if model_dir is not None:
         plan.extend(plan_model(layout, model_dir))
     if missing:
