@@ -1,6 +1,12 @@
 """Compile a Hugging Face model folder into a verified artifact.
 
     python -m engines.compile --model HF_DIR --task embedding --backend onnx --out artifacts/minilm
+    python -m engines.compile --model HF_DIR --task embedding --precision int8 --out artifacts/minilm-int8
+
+ONNX artifacts for the CPU get ONNX Runtime's BERT operator fusion when the model allows it
+(`--optimize`, engines/onnx_optimize.py). `--precision int8` is opt-in, never a default: it
+passes only if labels agree on >= 99% of scored rows and the p99 |score diff| is <= 0.02
+(engines/parity.py); give it rows like the job's with `--parity-data`.
 
 Export, then a parity check against the transformers model, then the manifest. An artifact
 that fails parity is not written: the command exits 1 and the output folder is left untouched.
@@ -52,15 +58,19 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _export(module, folder: Path, backend: str, output: str, max_seq_len: int) -> None:
+def _export(module, folder: Path, backend: str, output: str, max_seq_len: int, optimize: str = "none",
+            precision: str = "fp32", int8_method: str = "blockwise") -> dict:
+    """Write the backend's files into `folder`; return what the graph is (for the manifest's target)."""
     from engines import export
 
     if backend == "onnx":
-        export.export_onnx(module, folder / "model.onnx", output, max_seq_len)
-    elif backend == "torchscript":
+        from engines.onnx_optimize import export_cpu
+
+        return export_cpu(module, folder / "model.onnx", output, max_seq_len, optimize, precision, int8_method)
+    if backend == "torchscript":
         export.export_torchscript(module, folder / "model.pt")
-    else:
-        raise ValueError(f"compile --backend {backend!r} is not supported here; use onnx or torchscript")
+        return {}
+    raise ValueError(f"compile --backend {backend!r} is not supported here; use onnx or torchscript")
 
 
 def _target(backend: str, versions: dict[str, str]) -> dict:
@@ -72,7 +82,8 @@ def _target(backend: str, versions: dict[str, str]) -> dict:
 def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend: str, name: str,
                    version: str, max_seq_len: int, labels: list[str], buckets: list[tuple[int, int]] | None = None,
                    positive_label: int | None = None, threshold: float = 0.5, pooling: str | None = None,
-                   source: dict | None = None) -> artifact.Manifest:
+                   source: dict | None = None, precision: str = "fp32", optimize: str = "auto",
+                   parity_rows: list | None = None, int8_method: str = "blockwise") -> artifact.Manifest:
     """Export `module`, check parity against it, and write the artifact to `out`.
 
     Raises ParityError (and writes nothing to `out`) if the export disagrees with `module`.
@@ -93,17 +104,22 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
         work.chmod(0o755)  # mkdtemp makes it private; executors may run as another user
         tokenizer.save_pretrained(work / "tokenizer")
         output = OUTPUT_NAMES.get(task, "logits")
-        _export(module, work, backend, output, max_seq_len)
+        graph = _export(module, work, backend, output, max_seq_len, optimize, precision, int8_method)
         versions = _versions()
         files = {str(p.relative_to(work)): artifact.sha256_file(p) for p in sorted(work.rglob("*")) if p.is_file()}
         manifest = artifact.Manifest(
             name=name, version=version, task=task, backend=backend, max_seq_len=max_seq_len,
             buckets=tuple(buckets or default_buckets(max_seq_len)), files=files, labels=tuple(labels),
             positive_label=positive_label, threshold=threshold, pooling=pooling if task == "embedding" else None,
-            target=_target(backend, versions), output=output, created_with=versions, source=source or {},
+            target={**_target(backend, versions), **graph}, output=output, created_with=versions,
+            source=source or {}, precision=precision,
         )
         with engine_class(NATURAL[backend])(work, manifest) as engine:
-            record = parity.check(module, engine, tokenizer, task, manifest.precision, max_seq_len)
+            if precision in parity.LABEL_AGREEMENT:
+                record = parity.check_quantized(module, engine, tokenizer, task, precision, max_seq_len,
+                                                threshold=threshold, positive_label=positive_label, rows=parity_rows)
+            else:
+                record = parity.check(module, engine, tokenizer, task, precision, max_seq_len)
         if not record["passed"]:
             raise ParityError(f"{backend} export of {name} failed parity against transformers: {json.dumps(record)}")
         import dataclasses
@@ -134,6 +150,18 @@ def build_parser() -> argparse.ArgumentParser:
     req.add_argument("--out", required=True, type=Path, help="artifact folder to write (replaced if it exists)")
     opt = p.add_argument_group("Optional arguments")
     opt.add_argument("--backend", default="onnx", choices=("onnx", "torchscript"), help="default: onnx")
+    opt.add_argument("--precision", choices=("fp32", "int8"), default="fp32",
+                     help="int8: dynamic quantization (onnx only), kept only if it passes the score parity gate; "
+                          "default: fp32")
+    opt.add_argument("--optimize", choices=("auto", "fusion", "none"), default="auto",
+                     help="onnx: ONNX Runtime BERT fusion; auto fuses when the model allows it, fusion insists; "
+                          "default: auto")
+    opt.add_argument("--int8-method", choices=("blockwise", "dynamic"), default="blockwise",
+                     help="with --precision int8: blockwise (MatMulNBits, 8-bit blocks of 128, int8 compute) or "
+                          "dynamic (quantize_dynamic, per-tensor activations); default: blockwise")
+    opt.add_argument("--parity-data", type=Path, default=None,
+                     help="rows for the int8 gate (parquet/csv/jsonl): columns left,right for pair tasks, text for "
+                          "text-classification; default: built-in probe rows")
     opt.add_argument("--max-seq-len", type=int, default=256, help="tokens per input (pair or text); default: 256")
     opt.add_argument("--buckets", type=parse_buckets, default=None,
                      help="(batch)x(seq) shapes, e.g. 64x64,32x128; default: 4096-token buckets up to --max-seq-len")
@@ -144,6 +172,25 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--threshold", type=float, default=0.5, help="score >= threshold means duplicate; default: 0.5")
     opt.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="embedding task; default: mean")
     return p
+
+
+def read_parity_rows(path: Path, task: str) -> list:
+    """Scored rows for the int8 gate: (left, right) pairs, or texts for text-classification."""
+    import pandas as pd
+
+    name = str(path).lower()
+    if name.endswith((".jsonl", ".json")):
+        frame = pd.read_json(path, lines=True)
+    elif name.endswith(".csv"):
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    else:
+        frame = pd.read_parquet(path)
+    columns = ["text"] if task == "text-classification" else ["left", "right"]
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"needs column(s) {columns} for a {task} artifact; missing {missing}")
+    frame = frame[columns].dropna().astype(str)
+    return frame["text"].tolist() if task == "text-classification" else list(zip(frame["left"], frame["right"]))
 
 
 def argv_without_out(argv: list[str] | None) -> list[str]:
@@ -164,6 +211,14 @@ def main(argv: list[str] | None = None) -> int:
     if not 8 <= args.max_seq_len <= 512:
         print(f"error: --max-seq-len must be between 8 and 512, got {args.max_seq_len}", file=sys.stderr)
         return 2
+    if args.precision != "fp32" and args.backend != "onnx":
+        print(f"error: --precision {args.precision} needs --backend onnx", file=sys.stderr)
+        return 2
+    try:
+        parity_rows = read_parity_rows(args.parity_data, args.task) if args.parity_data else None
+    except (OSError, ValueError) as e:
+        print(f"error: --parity-data {args.parity_data}: {e}", file=sys.stderr)
+        return 2
     module, labels = load_reference(args.model, args.task, args.pooling)
     if args.labels_file:
         file_labels = _read_labels(args.labels_file)
@@ -177,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             version=args.version, max_seq_len=args.max_seq_len, labels=labels, buckets=args.buckets,
             positive_label=args.positive_label, threshold=args.threshold, pooling=args.pooling,
             source={"model_dir": str(args.model.resolve()), "build_args": argv_without_out(argv)},
+            precision=args.precision, optimize=args.optimize if args.backend == "onnx" else "none",
+            parity_rows=parity_rows, int8_method=args.int8_method,
         )
     except (ParityError, ArtifactError) as e:
         print(f"error: {e}", file=sys.stderr)

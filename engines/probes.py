@@ -27,3 +27,13 @@ def pairs() -> list[tuple[str, str]]:
     """Deterministic left/right pairs drawn from TEXTS, including long-with-long."""
     n = len(TEXTS)
     return [(TEXTS[i], TEXTS[(i * 7 + 3) % n]) for i in range(n)]
+
+
+def scored_rows(task: str) -> list:
+    """At least 200 rows for score-level parity: every ordered pair of distinct TEXTS for pair
+    tasks, and the TEXTS plus their pairwise joins for text classification. Deterministic."""
+    n = len(TEXTS)
+    pairs = [(TEXTS[i], TEXTS[j]) for i in range(n) for j in range(n) if i != j]
+    if task == "text-classification":
+        return list(TEXTS) + [f"{a} {b}"[:400] for a, b in pairs]
+    return pairs
