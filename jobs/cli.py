@@ -17,7 +17,7 @@ class JobConfig:
     run_date: str
     input_format: str
     backend: str
-    batch_tokens: int
+    batch_tokens: int | None  # None: the backend's default (jobs.runner.DEFAULT_BATCH_TOKENS)
     max_seq_len: int | None
     max_invalid_fraction: float
     num_partitions: int | None
@@ -25,6 +25,7 @@ class JobConfig:
     device: str | None
     master: str | None
     progress_seconds: float
+    overlap: bool = False
     extra: dict = dataclasses.field(default_factory=dict)  # job-specific flags
 
 
@@ -70,7 +71,8 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
                      help="partition to (re)write, YYYY-MM-DD; default: today (UTC)")
     opt.add_argument("--input-format", choices=FORMATS, default=None, help="default: from the input path's suffix, else parquet")
     opt.add_argument("--backend", choices=BACKENDS, default="auto", help="default: auto (what the artifact and hardware allow)")
-    opt.add_argument("--batch-tokens", type=positive_int, default=8192, help="padded tokens per device batch; default: 8192")
+    opt.add_argument("--batch-tokens", type=positive_int, default=None,
+                     help="padded tokens per device batch; default: 1024 on the CPU (onnx, torch), 8192 on accelerators")
     opt.add_argument("--max-seq-len", type=positive_int, default=None, help="truncate inputs to this many tokens; default: the artifact's")
     opt.add_argument("--max-invalid-fraction", type=_fraction, default=0.01,
                      help="exit 1 (after writing everything) if more rows than this are invalid or failed; default: 0.01")
@@ -80,6 +82,8 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     opt.add_argument("--device", default=None, help="cpu, cuda:N or neuron:N when Spark assigns no resource; default: cpu")
     opt.add_argument("--master", default=None, help="Spark master when not launched by spark-submit; default: local[*]")
     opt.add_argument("--progress-seconds", type=float, default=30.0, help="seconds between progress lines; default: 30")
+    opt.add_argument("--overlap", action="store_true",
+                     help="tokenize the next Arrow batch in a thread while the engine runs this one; default: off")
     return p
 
 
@@ -90,5 +94,5 @@ def config_from(args: argparse.Namespace, extra: dict) -> JobConfig:
         batch_tokens=args.batch_tokens, max_seq_len=args.max_seq_len,
         max_invalid_fraction=args.max_invalid_fraction, num_partitions=args.num_partitions,
         arrow_batch_rows=args.arrow_batch_rows, device=args.device, master=args.master,
-        progress_seconds=args.progress_seconds, extra=extra,
+        progress_seconds=args.progress_seconds, overlap=args.overlap, extra=extra,
     )

@@ -19,6 +19,7 @@ class RunStats:
     real_tokens: int = 0
     padded_tokens: int = 0
     engine_seconds: float = 0.0
+    tokenize_seconds: float = 0.0
     batches: int = 0
     retries: int = 0
 

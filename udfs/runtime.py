@@ -23,6 +23,7 @@ class ScorerSpec:
     batch_tokens: int
     max_seq_len: int
     device: str | None = None
+    overlap: bool = False  # tokenize the next Arrow batch while the engine runs this one
 
 
 def localize(uri: str) -> Path:

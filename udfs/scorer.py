@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from typing import Iterator
 
 import pandas as pd
@@ -19,8 +20,26 @@ from udfs.device import bind_device, task_cpus, task_resources
 from udfs.runtime import ScorerSpec, load_runtime
 
 METRIC_DDL = ("_m_real_tokens long, _m_padded_tokens long, _m_engine_loads int, "
-              "_m_engine_seconds double, _m_retries int, _m_worker string")
+              "_m_engine_seconds double, _m_retries int, _m_worker string, _m_tokenize_seconds double, "
+              "_m_udf_seconds double")
 METRIC_COLUMNS = [c.split()[0] for c in METRIC_DDL.split(", ")]
+
+
+def ahead(items: Iterator, fn) -> Iterator:
+    """`map(fn, items)`, with fn of the next item running in a thread while the caller works on
+    this one: the next Arrow batch is read and tokenized while the engine runs the current one.
+    Tokenizers and ONNX Runtime release the GIL; at most two batches are in memory at once."""
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="accel-prepare") as pool:
+        pending = None
+        for item in items:
+            future = pool.submit(fn, item)
+            if pending is not None:
+                yield pending.result()
+            pending = future
+        if pending is not None:
+            yield pending.result()
 
 
 def output_ddl(workload) -> str:
@@ -53,14 +72,24 @@ class Scorer:
             "resources": resources, "partition": ctx.partitionId() if ctx else None,
             "attempt": ctx.attemptNumber() if ctx else None,
         }, sort_keys=True)
-        for frame in frames:
+        workload = self.workload
+
+        def prepare(frame: pd.DataFrame):
+            t0 = time.perf_counter()
+            return workload.prepare(runtime, frame), time.perf_counter() - t0
+
+        prepared = ahead(frames, prepare) if getattr(spec, "overlap", False) else map(prepare, frames)
+        for batch, prepare_seconds in prepared:
             faults.maybe_inject(ctx)
-            out, scored = self.workload.score(runtime, frame, spec.batch_tokens)
+            t0 = time.perf_counter()
+            out, scored = workload.finish(runtime, batch, spec.batch_tokens)
+            udf_seconds = prepare_seconds + time.perf_counter() - t0
             metrics = {c: pd.Series([None] * len(out), dtype=object) for c in METRIC_COLUMNS}
             if len(out):
                 stats = scored.stats
                 for col, value in zip(METRIC_COLUMNS, (stats.real_tokens, stats.padded_tokens, int(loaded),
-                                                       stats.engine_seconds, stats.retries, worker)):
+                                                       stats.engine_seconds, stats.retries, worker,
+                                                       stats.tokenize_seconds, udf_seconds)):
                     metrics[col].iloc[0] = value
                 loaded = False
             yield out.assign(**metrics)

@@ -6,6 +6,7 @@ text encoded once, then the cosine of the two sides). Single texts go through a 
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 
@@ -21,29 +22,65 @@ class Scored:
     stats: RunStats
 
 
-def score_pairs(runtime, left: list[str], right: list[str], token_budget: int) -> Scored:
-    manifest = runtime.manifest
-    if manifest.task == "pair-classification":
+@dataclasses.dataclass
+class Tokenized:
+    """The CPU half of scoring a batch (tokenize, find distinct texts); the engine half follows.
+
+    Split so that a worker can tokenize the next Arrow batch while the engine runs this one.
+    """
+
+    enc: object  # udfs.tokenize.Encoded
+    tokenize_seconds: float
+    left: np.ndarray | None = None  # embedding pairs: row -> index of its left text in `enc`
+    right: np.ndarray | None = None
+
+
+def tokenize_pairs(runtime, left: list[str], right: list[str]) -> Tokenized:
+    task = runtime.manifest.task
+    t0 = time.perf_counter()
+    if task == "pair-classification":
         enc = runtime.encoder.encode_pairs(left, right)
-        run = run_encoded(runtime.engine, enc, token_budget)
-        scores = heads.positive_probability(run.outputs, manifest.positive_label or 0)
-        return Scored(scores, run.errors, enc.truncated, run.stats)
-    if manifest.task == "embedding":
+        return Tokenized(enc, time.perf_counter() - t0)
+    if task == "embedding":
         distinct = list(dict.fromkeys(left + right))
         position = {text: i for i, text in enumerate(distinct)}
         li = np.fromiter((position[t] for t in left), dtype=np.int64, count=len(left))
         ri = np.fromiter((position[t] for t in right), dtype=np.int64, count=len(right))
         enc = runtime.encoder.encode(distinct)
-        run = run_encoded(runtime.engine, enc, token_budget)
-        scores = heads.cosine(run.outputs[li], run.outputs[ri])
-        errors = [run.errors[a] or run.errors[b] for a, b in zip(li, ri)]
-        return Scored(scores, errors, enc.truncated[li] | enc.truncated[ri], run.stats)
-    raise ValueError(f"a {manifest.task} artifact cannot score pairs")
+        return Tokenized(enc, time.perf_counter() - t0, li, ri)
+    raise ValueError(f"a {task} artifact cannot score pairs")
+
+
+def run_pairs(runtime, tok: Tokenized, token_budget: int) -> Scored:
+    manifest, enc = runtime.manifest, tok.enc
+    run = run_encoded(runtime.engine, enc, token_budget)
+    run.stats.tokenize_seconds = tok.tokenize_seconds
+    if manifest.task == "pair-classification":
+        scores = heads.positive_probability(run.outputs, manifest.positive_label or 0)
+        return Scored(scores, run.errors, enc.truncated, run.stats)
+    li, ri = tok.left, tok.right
+    scores = heads.cosine(run.outputs[li], run.outputs[ri])
+    errors = [run.errors[a] or run.errors[b] for a, b in zip(li, ri)]
+    return Scored(scores, errors, enc.truncated[li] | enc.truncated[ri], run.stats)
+
+
+def score_pairs(runtime, left: list[str], right: list[str], token_budget: int) -> Scored:
+    return run_pairs(runtime, tokenize_pairs(runtime, left, right), token_budget)
+
+
+def tokenize_texts(runtime, texts: list[str]) -> Tokenized:
+    if runtime.manifest.task != "text-classification":
+        raise ValueError(f"a {runtime.manifest.task} artifact cannot classify single texts")
+    t0 = time.perf_counter()
+    enc = runtime.encoder.encode(texts)
+    return Tokenized(enc, time.perf_counter() - t0)
+
+
+def run_texts(runtime, tok: Tokenized, token_budget: int) -> Scored:
+    run = run_encoded(runtime.engine, tok.enc, token_budget)
+    run.stats.tokenize_seconds = tok.tokenize_seconds
+    return Scored(run.outputs, run.errors, tok.enc.truncated, run.stats)
 
 
 def score_texts(runtime, texts: list[str], token_budget: int) -> Scored:
-    if runtime.manifest.task != "text-classification":
-        raise ValueError(f"a {runtime.manifest.task} artifact cannot classify single texts")
-    enc = runtime.encoder.encode(texts)
-    run = run_encoded(runtime.engine, enc, token_budget)
-    return Scored(run.outputs, run.errors, enc.truncated, run.stats)
+    return run_texts(runtime, tokenize_texts(runtime, texts), token_budget)

@@ -35,6 +35,16 @@ def _scatter(n: int, ok: np.ndarray, scored: tasks.Scored) -> tuple[np.ndarray, 
     return values, errors, truncated
 
 
+@dataclasses.dataclass
+class Prepared:
+    """An Arrow batch checked and tokenized (`Workload.prepare`), ready for the engine (`finish`)."""
+
+    frame: pd.DataFrame
+    invalid: np.ndarray
+    ok: np.ndarray
+    tokenized: tasks.Tokenized
+
+
 @dataclasses.dataclass(frozen=True)
 class Duplicates:
     """Product pairs: `pair_id` plus `left_<field>` / `right_<field>` per field."""
@@ -64,12 +74,19 @@ class Duplicates:
         return joined.where(parts.notna().any(axis=1), None) if len(frame) else pd.Series([], dtype=object)
 
     def score(self, runtime, frame: pd.DataFrame, token_budget: int) -> tuple[pd.DataFrame, tasks.Scored]:
+        return self.finish(runtime, self.prepare(runtime, frame), token_budget)
+
+    def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
         left, right = self.side(frame, "left"), self.side(frame, "right")
         invalid = validate.first_problem(
             validate.id_problems(frame[self.id_column], frame[ID_COUNT], self.id_column),
             validate.text_problems(left, "left side"), validate.text_problems(right, "right side"))
         ok = np.array([r is None for r in invalid], dtype=bool)
-        scored = tasks.score_pairs(runtime, left[ok].tolist(), right[ok].tolist(), token_budget)
+        return Prepared(frame, invalid, ok, tasks.tokenize_pairs(runtime, left[ok].tolist(), right[ok].tolist()))
+
+    def finish(self, runtime, prepared: Prepared, token_budget: int) -> tuple[pd.DataFrame, tasks.Scored]:
+        frame, invalid, ok = prepared.frame, prepared.invalid, prepared.ok
+        scored = tasks.run_pairs(runtime, prepared.tokenized, token_budget)
         scores, errors, truncated = _scatter(len(frame), ok, scored)
         status, error = _status(len(frame), invalid, errors)
         threshold = runtime.manifest.threshold if self.threshold is None else self.threshold
@@ -106,12 +123,19 @@ class QueryIntent:
                 f"top_k array<struct<label: string, score: double>>, {COMMON_COLUMNS}")
 
     def score(self, runtime, frame: pd.DataFrame, token_budget: int) -> tuple[pd.DataFrame, tasks.Scored]:
+        return self.finish(runtime, self.prepare(runtime, frame), token_budget)
+
+    def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
         queries = frame[self.query_column]
         invalid = validate.first_problem(
             validate.id_problems(frame[self.id_column], frame[ID_COUNT], self.id_column),
             validate.text_problems(queries, self.query_column))
         ok = np.array([r is None for r in invalid], dtype=bool)
-        scored = tasks.score_texts(runtime, queries[ok].tolist(), token_budget)
+        return Prepared(frame, invalid, ok, tasks.tokenize_texts(runtime, queries[ok].tolist()))
+
+    def finish(self, runtime, prepared: Prepared, token_budget: int) -> tuple[pd.DataFrame, tasks.Scored]:
+        frame, invalid, ok = prepared.frame, prepared.invalid, prepared.ok
+        scored = tasks.run_texts(runtime, prepared.tokenized, token_budget)
         labels = runtime.manifest.labels
         logits = np.full((len(frame), len(labels)), np.nan)
         errors = np.full(len(frame), None, dtype=object)
