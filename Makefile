@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 DEMO_ROWS ?= 10000
 
-.PHONY: venv demo test bench clean
+.PHONY: venv demo test bench ray-venv clean
 
 include emr/package.mk emr/airflow.mk
 
@@ -29,6 +29,28 @@ test: $(STAMP) $(AIRFLOW_STAMP)
 	$(MAKE) --no-print-directory test-airflow
 
 package: $(STAMP)
+
+# `make bench` (bench/run.py): about 12 minutes on 2 cores; BENCH_QUICK=1 for a smoke run.
+# Results land in bench/results/ (quick runs: bench/results/tmp/, not committed).
+bench: $(STAMP)
+	-$(MAKE) --no-print-directory ray-venv
+	$(PY) -m bench.run
+
+# Ray Data is one of the benchmark's peers. It gets a venv of its own (its pins are not the
+# project's), which borrows torch and transformers from .venv through a .pth file. If it cannot
+# be installed, the benchmark records the Ray peer as skipped and carries on.
+RAY_VENV := .venv-ray
+RAY_SPEC ?= ray[data]==2.60.0
+RAY_STAMP := $(RAY_VENV)/.installed
+
+$(RAY_STAMP): $(STAMP)
+	test -x $(RAY_VENV)/bin/python || $(PYTHON) -m venv $(RAY_VENV)
+	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+	  > "$$($(RAY_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/accel_main_venv.pth"
+	$(RAY_VENV)/bin/pip install -q "$(RAY_SPEC)"
+	touch $@
+
+ray-venv: $(RAY_STAMP)
 
 clean:
 	rm -rf out artifacts data spark-warehouse

@@ -1,0 +1,100 @@
+"""The jobs end to end on local Spark, in steady state.
+
+One SparkSession (local[N]) for the whole benchmark: its start (the JVM) is timed and reported
+on its own. Each measured job run follows a warm-up run of the same job on a few rows, so the
+Python workers exist and hold the engine; the measured figure is the run summary's
+`scoring_seconds` (read, shuffle, tokenize, engine, write). A pass-through job with the same
+plan and no model gives the cost of read + shuffle + Arrow transfer + write on its own.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from pathlib import Path
+
+RUN_DATE = "2026-01-01"
+
+
+def start_spark(cores: int):
+    from pyspark.sql import SparkSession
+
+    t0 = time.perf_counter()
+    spark = (SparkSession.builder.master(f"local[{cores}]").appName("accel-scoring-bench")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "4g")
+             .config("spark.sql.shuffle.partitions", str(cores))
+             .config("spark.default.parallelism", str(cores))
+             .config("spark.python.worker.reuse", "true")
+             .config("spark.sql.session.timeZone", "UTC")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.range(1).count()  # the first job starts the executor side too
+    return spark, time.perf_counter() - t0
+
+
+def run_job(main, *, input: Path, output: Path, model: Path, partitions: int, extra: list[str] = ()) -> dict:
+    argv = ["--input", str(input), "--output", str(output), "--model", str(model), "--run-date", RUN_DATE,
+            "--num-partitions", str(partitions), "--progress-seconds", "3600", *extra]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(argv)
+    lines = [l for l in out.getvalue().splitlines() if l.startswith("{")]
+    if rc != 0 or not lines:
+        raise RuntimeError(f"{main.__module__} exited {rc}: {out.getvalue()[-2000:]}")
+    summary = json.loads(lines[-1])
+    summary.pop("tasks", None)
+    return summary
+
+
+def measured(main, *, frame, work: Path, name: str, model: Path, partitions: int, extra: list[str] = (),
+             warmup_rows: int = 64) -> dict:
+    """Warm-up on a few rows, then the measured run; returns the run summary."""
+    data = work / f"{name}.parquet"
+    frame.to_parquet(data, index=False)
+    warm = work / f"{name}-warmup.parquet"
+    frame.head(warmup_rows).to_parquet(warm, index=False)
+    run_job(main, input=warm, output=work / f"{name}-warmup-out", model=model, partitions=partitions, extra=extra)
+    summary = run_job(main, input=data, output=work / f"{name}-out", model=model, partitions=partitions, extra=extra)
+    summary["output_path"] = str(work / f"{name}-out" / f"run_date={RUN_DATE}")
+    return summary
+
+
+def passthrough_seconds(spark, *, input: Path, output: Path, workload, partitions: int) -> float:
+    """The job's plan (read, id counts, repartition, mapInPandas, partitioned write) with no model."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from jobs import io as job_io
+
+    def identity(frames):
+        for frame in frames:
+            yield pd.DataFrame({workload.id_column: frame[workload.id_column], "score": 0.0})
+
+    raw = job_io.read_input(spark, str(input), "parquet")
+    df = job_io.prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
+    raw.count()
+    out = (df.repartition(partitions).mapInPandas(identity, f"{workload.id_column} string, score double")
+           .withColumn("run_date", F.lit(RUN_DATE)))
+    t0 = time.perf_counter()
+    job_io.write_scores(out, str(output))
+    return time.perf_counter() - t0
+
+
+def time_split(summary: dict, passthrough: float, cores: int) -> dict:
+    """Wall seconds of the scoring phase split into read+shuffle+write, tokenize, engine, other.
+
+    Worker-side seconds are summed over tasks, so they are divided by the cores that ran them
+    in parallel; `other` is the rest of the Python UDF (joining fields, checks, output columns).
+    """
+    wall = summary["scoring_seconds"]
+    tokenize = summary.get("tokenize_seconds", 0.0) / cores
+    engine = summary["engine_seconds"] / cores
+    udf = summary.get("udf_seconds", 0.0) / cores
+    split = {"read_shuffle_write": passthrough, "tokenize": tokenize, "engine": engine,
+             "other_python": max(udf - tokenize - engine, 0.0)}
+    split["unaccounted"] = max(wall - sum(split.values()), 0.0)
+    return {k: round(v, 3) for k, v in split.items()} | {
+        "fractions": {k: round(v / wall, 4) for k, v in split.items()}}

@@ -1,0 +1,83 @@
+"""The Ray Data peer, run by the Ray venv's interpreter (bench/peers.py starts it).
+
+    .venv-ray/bin/python bench/ray_peer.py --model MINILM_DIR --input sides.parquet --output out/ --cores 2
+
+Reads `pair_id, left, right`, scores with `map_batches` over an actor class (one actor per
+core, one torch thread each, 64-row batches padded to their longest row) and writes Parquet.
+A warm-up pass on a few rows comes first; the measured pass creates its actors again, so the
+reported seconds include their model loads. Prints one JSON line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+
+class Scorer:
+    def __init__(self, model_dir: str, batch: int):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        torch.set_num_threads(1)
+        self.torch, self.batch = torch, batch
+        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        self.model = AutoModel.from_pretrained(model_dir).eval()
+
+    def _encode(self, texts):
+        torch = self.torch
+        enc = self.tokenizer(texts, padding="longest", truncation=True, max_length=256, return_tensors="pt")
+        with torch.inference_mode():
+            hidden = self.model(**enc).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1).numpy()
+
+    def __call__(self, batch):
+        a = self._encode(batch["left"].tolist())
+        b = self._encode(batch["right"].tolist())
+        return batch[["pair_id"]].assign(score=(a * b).sum(1))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", required=True)
+    p.add_argument("--input", required=True)
+    p.add_argument("--output", required=True)
+    p.add_argument("--cores", type=int, default=2)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--warmup-rows", type=int, default=32)
+    args = p.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    import ray
+
+    t0 = time.perf_counter()
+    # One logical CPU more than the cores: the actors hold one each for the model, and Ray Data's
+    # read and write tasks need a slot too or they never get scheduled. The model still runs on
+    # `cores` threads in all (one torch thread per actor).
+    ray.init(num_cpus=args.cores + 1, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    started = time.perf_counter() - t0
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+
+    def once(limit, out):
+        ds = ray.data.read_parquet(args.input, override_num_blocks=4 * args.cores)  # work for every actor
+        if limit:
+            ds = ds.limit(limit)
+        ds = ds.map_batches(Scorer, fn_constructor_args=(args.model, args.batch), batch_size=args.batch,
+                            batch_format="pandas", concurrency=args.cores, num_cpus=1)
+        t = time.perf_counter()
+        ds.write_parquet(out)
+        return time.perf_counter() - t
+
+    once(args.warmup_rows, args.output + "-warmup")
+    seconds = once(None, args.output)
+    print(json.dumps({"seconds": round(seconds, 3), "ray_start_seconds": round(started, 3),
+                      "ray": ray.__version__, "output_path": args.output}))
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

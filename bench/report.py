@@ -1,0 +1,147 @@
+"""results.json, results.md (tables) and results.png (plot) from one bench run."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _fmt(x, digits: int = 1) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        return f"{x:,.{digits}f}"
+    return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def markdown(r: dict) -> str:
+    m, lim = r["meta"], r["limit"]
+    load = f"load average {m['loadavg_start'][0]:.2f} at start, {m['loadavg_end'][0]:.2f} at the end"
+    out = [f"# accel-scoring benchmark{' (quick smoke run)' if m['quick'] else ''}", "",
+           f"{m['started']} · {m['cores']} of {m['machine_cpus']} cores of {m['cpu']} · {load} · "
+           f"{m['bench_seconds'] / 60:.1f} min · model {r['model']['name']} "
+           f"({r['model']['mflop_per_token_at_128']} MFLOP per real token at 128 tokens) · "
+           f"fp32 GEMM peak {lim['gemm_peak_gflops']} GFLOP/s on {m['cores']} cores", "",
+           "## Targets", "", "| target | goal | measured | met | how |", "|---|---|---|---|---|"]
+    for t in r["targets"]:
+        goal = _pct(t["goal"]) if t["goal"] < 1 else f"{t['goal']}x"
+        val = (_pct(t["value"]) if t["goal"] < 1 else f"{t['value']:.2f}x") if t["value"] is not None else "–"
+        met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
+        out.append(f"| {t['target']} | {goal} | {val} | {met} | {t['note']} |")
+
+    out += ["", f"## Head to head: duplicates on {r['peers']['rows']} pairs, same model, data and cores", "",
+            "| run | pairs/s | vs predict_batch_udf | useful GFLOP/s | of peak | padding eff. | scores vs job fp32 |",
+            "|---|---|---|---|---|---|---|"]
+    for p in r["peers"]["runs"]:
+        if "skipped" in p:
+            out.append(f"| {p['peer']} | skipped: {p['skipped'][:160]} | | | | | |")
+            continue
+        cmp = p.get("vs_job_fp32_scores")
+        cmp_s = f"max diff {cmp['max_abs_diff']:.4f}, labels {cmp['label_agreement']:.1%}" if cmp else "–"
+        out.append(f"| {p['peer']} | {_fmt(p['rows_per_second'])} | {_fmt(p.get('vs_predict_batch_udf'), 2)}x | "
+                   f"{_fmt(p['useful_gflops'])} | {_pct(p.get('vs_peak'))} | {_fmt(p.get('padding_efficiency'), 3)} | "
+                   f"{cmp_s} |")
+
+    out += ["", "## Jobs end to end (steady state) against the bare engine", "",
+            "| job | rows | rows/s | bare engine rows/s | job / bare | useful GFLOP/s | of peak | padding eff. | "
+            "read+shuffle+write | tokenize | engine | other Python |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for j in r["jobs"]:
+        ts = j["time_split"]["fractions"]
+        out.append(f"| {j['job']} {j['precision']} | {j['rows']:,} | {_fmt(j['rows_per_second'])} | "
+                   f"{_fmt(j['bare_engine_rows_per_second'])} ({j['bare_engine']['processes']}x"
+                   f"{j['bare_engine']['threads']}) | {_pct(j['vs_bare_engine'])} | {_fmt(j['useful_gflops'])} | "
+                   f"{_pct(j['vs_peak'])} | {_fmt(j['padding_efficiency'], 3)} | {_pct(ts['read_shuffle_write'])} | "
+                   f"{_pct(ts['tokenize'])} | {_pct(ts['engine'])} | {_pct(ts['other_python'])} |")
+    out += ["", f"Spark session start (JVM, excluded above): {r['spark']['session_start_seconds']} s. "
+            "Time split: fractions of the job's scoring wall time; worker seconds divided by the cores."]
+    d = r.get("dedup")
+    if d:
+        out += ["", f"Distinct texts: the {d['side_texts']:,} side texts hold {d['distinct_global']:,} distinct ones; "
+                f"the job encoded {d['job_real_tokens']:,} real tokens where encoding every side would take "
+                f"{d['all_sides_real_tokens']:,} ({d['job_real_tokens'] / d['all_sides_real_tokens']:.0%})."]
+    if r.get("int8_vs_fp32_job"):
+        c = r["int8_vs_fp32_job"]
+        out += [f"int8 job against the fp32 job on {c['rows']:,} pairs: labels agree on {c['label_agreement']:.2%}, "
+                f"p99 |score diff| {c['p99_abs_diff']:.4f}, max {c['max_abs_diff']:.4f}."]
+
+    out += ["", "## Engine only (texts tokenized in advance; best of processes x threads)", "",
+            "| artifact | length mix | rows | mean tokens | rows/s | tokens/s | useful GFLOP/s | of peak | "
+            "best config | padding eff. |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for e in r["engine"]:
+        out.append(f"| {e['artifact']} | {e['mix']} | {e['rows']:,} | {e['mean_tokens']} | {_fmt(e['rows_per_second'])} | "
+                   f"{_fmt(e['tokens_per_second'], 0)} | {_fmt(e['useful_gflops'])} | {_pct(e.get('vs_peak'))} | "
+                   f"{e['processes']}x{e['threads']} | {_fmt(e['padding_efficiency'], 3)} |")
+
+    if r.get("batch_sizing"):
+        out += ["", "## Batch sizing (bare engine, fp32, the duplicates job's texts, one process per core)", "",
+                "| padded tokens per device batch | rows/s | padding eff. | seconds |", "|---|---|---|---|"]
+        for b in r["batch_sizing"]:
+            out.append(f"| {b['batch_tokens']:,} | {_fmt(b['rows_per_second'])} | {_fmt(b['padding_efficiency'], 3)} | "
+                       f"{_fmt(b['seconds'], 2)} |")
+    out += ["", "## Artifacts", ""]
+    for name, a in r["artifacts"].items():
+        if "refused" in a:
+            out.append(f"- **{name}: refused by the parity gate** – {a['refused']}")
+            continue
+        par = a["parity"]
+        extra = (f", labels agree {par['label_agreement']:.2%}, p99 |score diff| {par['p99_score_diff']:.4f} on "
+                 f"{par['score_rows']} rows" if "label_agreement" in par else "")
+        out.append(f"- {name}: {a['path']}, {a['precision']}, graph {a['graph']}, parity max |diff| "
+                   f"{par.get('max_abs_diff', 0):.2e}{extra}")
+    out += ["", "GEMM peak runs: " + "; ".join(
+        f"{p['processes_gflops']} GFLOP/s as {m['cores']} processes x 1 thread, {p['threads_gflops']} as 1 x "
+        f"{m['cores']}" for p in lim["runs"]) + f" ({lim['runs'][0]['library']}, n={lim['runs'][0]['n']}).", ""]
+    return "\n".join(out)
+
+
+def plot(r: dict, path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    runs = [p for p in r["peers"]["runs"] if "rows_per_second" in p]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
+    names = [p["peer"].replace(" + transformers", "\n+ transformers").replace("accel-scoring job, ", "job ")
+             for p in runs]
+    colors = ["#2b6cb0" if p["peer"].startswith("accel") else "#a0aec0" for p in runs]
+    ax1.barh(names[::-1], [p["rows_per_second"] for p in runs][::-1], color=colors[::-1])
+    for i, p in enumerate(runs[::-1]):
+        ax1.text(p["rows_per_second"], i, f" {p['rows_per_second']:.1f}", va="center", fontsize=8)
+    ax1.set_xlabel("pairs/s (higher is better)")
+    ax1.set_title(f"Duplicates, {r['peers']['rows']} pairs, MiniLM, {r['meta']['cores']} CPU cores", fontsize=10)
+    peak = r["limit"]["gemm_peak_gflops"]
+    bars = [(f"job {j['job']} {j['precision']}", j["useful_gflops"]) for j in r["jobs"]]
+    bars += [(f"bare engine ({j['job']} {j['precision']})", j["bare_engine"]["useful_gflops"]) for j in r["jobs"]]
+    bars += [(p["peer"].replace(" + transformers", "").replace("accel-scoring job, ", "head-to-head job "),
+              p["useful_gflops"]) for p in runs if not p["peer"].startswith("accel")]
+    ax2.barh([b[0] for b in bars][::-1], [b[1] for b in bars][::-1], color="#48bb78")
+    ax2.axvline(peak, color="#c53030", ls="--", label=f"fp32 GEMM peak {peak} GFLOP/s")
+    ax2.axvline(0.65 * peak, color="#dd6b20", ls=":", label="65% of peak (target)")
+    ax2.set_xlabel("useful GFLOP/s (real tokens only; int8 counted at fp32 FLOPs)")
+    ax2.legend(fontsize=8, loc="lower right")
+    ax2.tick_params(axis="y", labelsize=8)
+    ax1.tick_params(axis="y", labelsize=8)
+    load = r["meta"]["loadavg_start"][0]
+    fig.suptitle(f"accel-scoring bench · {r['meta']['started'][:10]} · load average {load:.1f} at start", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write(results: dict, out: Path) -> list[Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "results.json", out / "results.md"]
+    clean = json.loads(json.dumps(results, default=str))
+    written[0].write_text(json.dumps(clean, indent=2, sort_keys=False) + "\n")
+    written[1].write_text(markdown(clean))
+    if plot(clean, out / "results.png"):
+        written.append(out / "results.png")
+    return written
