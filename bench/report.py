@@ -67,6 +67,11 @@ def markdown(r: dict) -> str:
         out += [f"int8 job against the fp32 job on {c['rows']:,} pairs: labels agree on {c['label_agreement']:.2%}, "
                 f"p99 |score diff| {c['p99_abs_diff']:.4f}, max {c['max_abs_diff']:.4f}."]
 
+    if r.get("overlap"):
+        o = r["overlap"]
+        out += [f"Tokenization overlapped with the engine (`--overlap`), duplicates fp32 on {o['pairs']:,} pairs: "
+                f"{o['overlap_seconds']:.1f} s against {o['plain_seconds']:.1f} s without ({o['speedup']:.2f}x); "
+                f"scores identical: max |diff| {o['scores']['max_abs_diff']:.1e}."]
     out += ["", "## Engine only (texts tokenized in advance; best of processes x threads)", "",
             "| artifact | length mix | rows | mean tokens | rows/s | tokens/s | useful GFLOP/s | of peak | "
             "best config | padding eff. |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -91,9 +96,10 @@ def markdown(r: dict) -> str:
                  f"{par['score_rows']} rows" if "label_agreement" in par else "")
         out.append(f"- {name}: {a['path']}, {a['precision']}, graph {a['graph']}, parity max |diff| "
                    f"{par.get('max_abs_diff', 0):.2e}{extra}")
-    out += ["", "GEMM peak runs: " + "; ".join(
-        f"{p['processes_gflops']} GFLOP/s as {m['cores']} processes x 1 thread, {p['threads_gflops']} as 1 x "
-        f"{m['cores']}" for p in lim["runs"]) + f" ({lim['runs'][0]['library']}, n={lim['runs'][0]['n']}).", ""]
+    out += ["", "GEMM peak, measured at the start, after the engine section and at the end (the best counts): " +
+            "; ".join(f"{p['processes_gflops']} GFLOP/s as {m['cores']} processes x 1 thread, {p['threads_gflops']} "
+                      f"as 1 x {m['cores']}" for p in lim["runs"]) +
+            f" ({lim['runs'][0]['library']}, square n = {lim['runs'][0].get('sizes', lim['runs'][0].get('n'))}).", ""]
     return "\n".join(out)
 
 
