@@ -28,7 +28,7 @@ def markdown(r: dict) -> str:
            "## Targets", "", "| target | goal | measured | met | how |", "|---|---|---|---|---|"]
     for t in r["targets"]:
         goal = _pct(t["goal"]) if t["goal"] < 1 else f"{t['goal']}x"
-        val = (_pct(t["value"]) if t["goal"] < 1 else f"{t['value']:.2f}x") if t["value"] is not None else "–"
+        val = (f"{t['value']:.1%}" if t["goal"] < 1 else f"{t['value']:.2f}x") if t["value"] is not None else "–"
         met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
         out.append(f"| {t['target']} | {goal} | {val} | {met} | {t['note']} |")
 

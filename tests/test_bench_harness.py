@@ -92,7 +92,7 @@ def _results() -> dict:
 def test_report_writes_json_markdown_and_plot(tmp_path):
     paths = report.write(_results(), tmp_path)
     md = (tmp_path / "results.md").read_text()
-    assert "| job_vs_bare_engine | 90% | 91% | yes |" in md
+    assert "| job_vs_bare_engine | 90% | 91.0% | yes |" in md
     assert "int8: refused by the parity gate" in md and "skipped: no ray" in md
     assert "load average 1.00 at start" in md
     assert (tmp_path / "results.json").is_file()
