@@ -2,7 +2,6 @@
 a local folder, `s3://` on EMR (EMRFS), `s3a://` elsewhere."""
 from __future__ import annotations
 
-import json
 import os
 
 from pyspark.sql import DataFrame, SparkSession
@@ -39,7 +38,7 @@ def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
             return reader.json(path)
         return reader.option("header", True).option("multiLine", True).option("escape", '"').csv(path)
     except AnalysisException as e:
-        raise InputError(f"cannot read --input {path} as {fmt}: {_first_line(e)}") from None
+        raise InputError(f"cannot read --input {path} as {fmt}: {first_line(e)}") from None
 
 
 def prepare(df: DataFrame, required: list[str], text_columns: list[str], id_column: str) -> DataFrame:
@@ -85,9 +84,5 @@ def summary_path(output: str, run_date: str) -> str:
     return f"{output}/_runs/run_date={run_date}/summary.json"
 
 
-def dumps(summary: dict) -> str:
-    return json.dumps(summary, sort_keys=True)
-
-
-def _first_line(e: Exception) -> str:
+def first_line(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

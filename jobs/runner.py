@@ -5,6 +5,7 @@ more invalid/failed rows than --max-invalid-fraction (everything is still writte
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 
@@ -55,9 +56,6 @@ def _observed_metrics(F, workload):
 
 
 def run(cfg: JobConfig, workload, app_name: str) -> int:
-    import json
-
-    from pyspark.errors import AnalysisException
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -74,8 +72,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         rows_in = raw.count()
     except io.InputError as e:
         return _fail(2, str(e))
-    except AnalysisException as e:
-        return _fail(2, f"cannot read --input {cfg.input}: {io._first_line(e)}")
+    except Exception as e:  # noqa: BLE001 - corrupt or unreadable files surface only when Spark reads them
+        return _fail(2, f"cannot read --input {cfg.input}: {io.first_line(e)}")
     if cfg.num_partitions:
         df = df.repartition(cfg.num_partitions)
     scored = df.mapInPandas(Scorer(spec, workload), output_ddl(workload))
@@ -97,7 +95,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     m = observation.get
     summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds)
     io.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
-    print(io.dumps(summary), flush=True)
+    print(json.dumps(summary, sort_keys=True), flush=True)
     if summary["rows_out"] != rows_in:
         return _fail(1, f"row count mismatch: {rows_in} in, {summary['rows_out']} written")
     if summary["bad_fraction"] > cfg.max_invalid_fraction:
@@ -108,8 +106,6 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
 
 
 def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -> dict:
-    import json
-
     tasks = sorted((json.loads(t) for t in (m.get("tasks") or "").splitlines()), key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
     rows_out = int(m.get("rows_out") or 0)
     real, padded = int(m.get("real_tokens") or 0), int(m.get("padded_tokens") or 0)
@@ -139,7 +135,7 @@ def _root_cause(e: Exception) -> str:
             lines = [l for l in text.splitlines() if marker in l or "Error:" in l]
             if lines:
                 return lines[-1].strip()[:2000]
-    return io._first_line(e)[:2000]
+    return io.first_line(e)[:2000]
 
 
 def _fail(code: int, message: str) -> int:
