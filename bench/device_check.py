@@ -257,11 +257,26 @@ def load_engine(artifact: Path, backend: str):
 
     m = open_artifact(artifact)
     device = Device("cuda", "0") if backend == "tensorrt" else Device()
+    free_before = _gpu_free()
     t0 = time.time()
     engine = engine_class(backend)(artifact, m, device, threads=os.cpu_count() or 1).load()
     info = {"load_seconds": round(time.time() - t0, 2), "plan_source": getattr(engine, "plan_source", None),
             "parity_on_load": getattr(engine, "parity_record", None)}
+    if free_before is not None:
+        # What one more engine costs on this GPU (plan, activations, buffers), the figure behind
+        # fractional gpu amounts. Each worker process also pays for its own CUDA context, which
+        # the first mem_get_info() call creates, so it is not in this number.
+        info["gpu_memory_used_mib"] = round((free_before - _gpu_free()) / 2**20, 1)
     return m, engine, info
+
+
+def _gpu_free() -> int | None:
+    try:
+        import torch
+
+        return torch.cuda.mem_get_info(0)[0] if torch.cuda.is_available() else None
+    except (ImportError, RuntimeError):
+        return None
 
 
 def scores(runtime, left, right, budget: int = 8192) -> np.ndarray:
