@@ -232,11 +232,10 @@ class TensorRTEngine(Engine):
 
 
 def _torch_dtype(torch, trt, dtype):
-    table = {trt.int64: torch.int64, trt.int32: torch.int32, trt.float32: torch.float32,
-             trt.float16: torch.float16}
-    if hasattr(trt, "bfloat16"):
-        table[trt.bfloat16] = torch.bfloat16
-    try:
-        return table[dtype]
-    except KeyError:
-        raise TargetMismatchError(f"unexpected TensorRT tensor dtype {dtype}") from None
+    """torch dtype for a TensorRT tensor dtype (inputs may be int64 or int32: engines.md §7.4)."""
+    names = {"INT64": torch.int64, "INT32": torch.int32, "FLOAT": torch.float32, "HALF": torch.float16,
+             "BF16": torch.bfloat16}
+    for name, torch_dtype in names.items():
+        if getattr(trt.DataType, name, None) == dtype:
+            return torch_dtype
+    raise TargetMismatchError(f"unexpected TensorRT tensor dtype {dtype}")

@@ -442,3 +442,74 @@ def test_compile_build_ships_a_checked_plan(tiny_models, tmp_path):
                              "--backend", "tensorrt", "--build", "--out", str(out), "--max-seq-len", "64"]) == 0
     m = open_artifact(out)
     assert m.parity["passed"] is True and any(f.startswith("tensorrt/plans/") for f in m.files)
+
+
+# ------------------------------------------------------------------ the runtime path, on an emulated GPU
+
+
+@pytest.fixture(params=["INT32", "INT64"])
+def emulated_gpu(request, monkeypatch, tmp_path):
+    """TensorRTEngine with tests/fake_tensorrt.py standing in for tensorrt and torch.cuda."""
+    from tests.fake_tensorrt import FakeCuda, FakeTensorRT, fake_torch
+
+    cuda = FakeCuda()
+    trt = FakeTensorRT(cuda, input_dtype=request.param)
+    monkeypatch.setattr("engines.tensorrt._import_runtime", lambda: (trt, fake_torch(cuda)))
+    builds = []
+
+    def build(trt_module, onnx_path, spec, names, logger):
+        builds.append(Path(onnx_path).name)
+        return FakeTensorRT.plan_bytes(onnx_path, spec.profiles, names, "logits")
+
+    monkeypatch.setattr(trt_build, "build_serialized", build)
+    monkeypatch.setenv("ACCEL_SCORING_CACHE", str(tmp_path / "cache"))
+    return trt, builds
+
+
+def _random_feed(rng, batch, seq):
+    ids = rng.integers(1000, 2000, (batch, seq))
+    mask = np.ones_like(ids)
+    mask[-1, max(1, seq // 2):] = 0
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+
+
+def test_runtime_path_builds_once_switches_profiles_splits_and_pipelines(trt_artifact, emulated_gpu):
+    from engines.registry import engine_class
+    from engines.tensorrt import TensorRTEngine
+
+    trt, builds = emulated_gpu
+    m = open_artifact(trt_artifact)
+    engine = TensorRTEngine(trt_artifact, m, Device("cuda", "0")).load()
+    assert engine.plan_source == "built" and builds == ["model.fp16.onnx"]
+    assert engine.parity_record["passed"] is True  # the stored probes, through the emulated runtime
+    cpu = engine_class("onnx")(trt_artifact, m).load()
+    rng = np.random.default_rng(0)
+    shapes = [(1, 8), (7, 40), (600, 32), (33, 128), (2, 64), (5, 8)]
+    trt.executions.clear()
+    handles = [(feed, engine.submit(feed)) for feed in (_random_feed(rng, b, s) for b, s in shapes)]
+    for feed, handle in handles:  # more submitted than slots: earlier results must survive reuse
+        np.testing.assert_allclose(handle.result(), cpu.infer(feed), atol=1e-3)
+    assert [p for p, _ in trt.executions] == [0, 1, 0, 0, 2, 1, 0]
+    assert [s for p, s in trt.executions if s[1] == 32] == [(512, 32), (88, 32)]  # split at the profile's max
+    again = TensorRTEngine(trt_artifact, m, Device("cuda", "0")).load()
+    assert again.plan_source == "cache" and len(builds) == 1
+    engine.close()
+    again.close()
+
+
+def test_scorer_keeps_two_batches_in_flight_on_the_emulated_gpu(trt_artifact, emulated_gpu):
+    from engines.registry import engine_class
+    from engines.tensorrt import TensorRTEngine
+    from udfs.execute import run_encoded
+    from udfs.tokenize import Encoded
+
+    m = open_artifact(trt_artifact)
+    engine = TensorRTEngine(trt_artifact, m, Device("cuda", "0")).load()
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(3, 129, 300)
+    enc = Encoded([rng.integers(1000, 2000, n) for n in lengths], [np.zeros(n, dtype=np.int64) for n in lengths],
+                  np.zeros(len(lengths), bool))
+    got = run_encoded(engine, enc, token_budget=2048)
+    want = run_encoded(engine_class("onnx")(trt_artifact, m).load(), enc, token_budget=2048)
+    assert all(e is None for e in got.errors)
+    np.testing.assert_allclose(got.outputs, want.outputs, atol=1e-3)
