@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _argv_without_out(argv: list[str] | None) -> list[str]:
+def argv_without_out(argv: list[str] | None) -> list[str]:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--out" in argv:
         i = argv.index("--out")
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             module, args.model, args.out, task=args.task, backend=args.backend, name=args.name or args.model.name,
             version=args.version, max_seq_len=args.max_seq_len, labels=labels, buckets=args.buckets,
             positive_label=args.positive_label, threshold=args.threshold, pooling=args.pooling,
-            source={"model_dir": str(args.model.resolve()), "compile_args": _argv_without_out(argv)},
+            source={"model_dir": str(args.model.resolve()), "build_args": argv_without_out(argv)},
             precision=args.precision, options=Options(build=args.build, neuron_target=args.neuron_target),
         )
     except EngineUnavailableError as e:  # the backend's compiler or hardware is not on this machine
