@@ -1,7 +1,7 @@
 """The jobs with --backend neuronx / tensorrt / auto, end to end on local Spark.
 
-The Neuron path runs through the real job, in Spark's Python workers, with the torch_neuronx
-TEST DOUBLE (tests/doubles/) on the workers' PYTHONPATH and --device neuron:0 (local mode
+The Neuron paths (neuronx and the legacy neuron) run through the real job, in Spark's Python
+workers, with the torch_neuronx / torch_neuron TEST DOUBLES (tests/doubles/) on the workers' PYTHONPATH and --device neuron:0 (local mode
 assigns no custom resources). The TensorRT path has no GPU here: it proves `auto` falls back to
 ONNX Runtime with a warning and an explicit `--backend tensorrt` fails with a clear error.
 """
@@ -60,22 +60,23 @@ def _reference_scores(tiny_models, df, max_seq_len=64):
         return torch.softmax(model(**enc).logits, -1)[:, 1].numpy()
 
 
-def test_neuronx_job_end_to_end_on_the_task_core(spark, tiny_models, pairs, workers_see_the_double, tmp_path,
-                                                 capsys):
+@pytest.mark.parametrize("backend, runtime", [("neuronx", "torch_neuronx"), ("neuron", "torch_neuron")])
+def test_neuron_job_end_to_end_on_the_task_core(spark, tiny_models, pairs, workers_see_the_double, tmp_path, capsys,
+                                                backend, runtime):
     path, df = pairs
-    model = tmp_path / "pairs-inf2"
-    compile_neuron(tiny_models, model, "neuronx")
+    model = tmp_path / f"pairs-{backend}"
+    compile_neuron(tiny_models, model, backend)
     out = tmp_path / "out"
     rc, summary, err = run_job(main, capsys, input=path, output=out, model=model, run_date="2026-02-03",
-                               backend="neuronx", device="neuron:0", num_partitions=2)
+                               backend=backend, device="neuron:0", num_partitions=2)
     assert rc == 0, err
-    assert summary["backend"] == "neuronx" and summary["devices"] == ["neuron:0"]
+    assert summary["backend"] == backend and summary["devices"] == ["neuron:0"]
     assert summary["rows_out"] == summary["ok"] == len(df)
     assert summary["padding_efficiency"] <= 1.0 and summary["engine_loads"] >= 1
 
     imports = [json.loads(l) for l in workers_see_the_double.read_text().splitlines()]
     assert imports, "the double was never imported in a Spark worker"
-    assert all(r["module"] == "torch_neuronx" and r["NEURON_RT_VISIBLE_CORES"] == "0" for r in imports)
+    assert all(r["module"] == runtime and r["NEURON_RT_VISIBLE_CORES"] == "0" for r in imports)
     assert os.getpid() not in {r["pid"] for r in imports}  # it ran in Spark's Python workers
 
     res = read_partition(out, "2026-02-03").set_index("pair_id").loc[df.pair_id]
