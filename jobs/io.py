@@ -3,6 +3,7 @@ a local folder, `s3://` on EMR (EMRFS), `s3a://` elsewhere."""
 from __future__ import annotations
 
 import os
+import sys
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -24,6 +25,8 @@ def spark_session(app_name: str, master: str | None) -> SparkSession:
     # `python jobs/x.py` has none, so it runs on local[*] unless told otherwise.
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.master(master or "local[*]")
+        # Local Python workers run this interpreter (the venv's), not whatever `python3` is on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return builder.getOrCreate()
 
 

@@ -15,6 +15,7 @@ from engines.registry import resolve_backend
 from jobs import io
 from jobs.cli import JobConfig
 from jobs.progress import Progress
+from udfs.device import bind_device
 from udfs.runtime import ScorerSpec, localize
 from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
 from udfs.validate import REASON_CODES
@@ -29,6 +30,10 @@ def plan(cfg: JobConfig, workload) -> tuple[ScorerSpec, object]:
         raise io.InputError(f"--model {cfg.model}: {e}") from None
     if manifest.task not in workload.tasks:
         raise io.InputError(f"--model {cfg.model} is a {manifest.task} artifact; this job needs one of {workload.tasks}")
+    try:
+        bind_device(backend, cfg.device, {})  # a --device that cannot fit the backend fails here, not in tasks
+    except ValueError as e:
+        raise io.InputError(str(e)) from None
     max_seq_len = min(cfg.max_seq_len or manifest.max_seq_len, manifest.max_seq_len)
     spec = ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=cfg.batch_tokens,
                       max_seq_len=max_seq_len, device=cfg.device)

@@ -127,3 +127,9 @@ def test_corrupt_input_file_exits_2_with_a_message(spark, model, tmp_path, capsy
     rc, _, err = run_job(main, capsys, input=tmp_path / "in", output=tmp_path / "out", model=model)
     assert rc == 2 and "cannot read --input" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_device_that_does_not_fit_the_backend_exits_2(spark, model, tmp_path, capsys):
+    rc, _, err = run_job(main, capsys, input=tmp_path / "x", output=tmp_path / "out", model=model, backend="onnx",
+                         device="tpu:0")
+    assert rc == 2 and "--device must be cpu, cuda:N or neuron:N" in err
