@@ -42,7 +42,7 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
@@ -70,12 +70,12 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
                      help="partition to (re)write, YYYY-MM-DD; default: today (UTC)")
     opt.add_argument("--input-format", choices=FORMATS, default=None, help="default: from the input path's suffix, else parquet")
     opt.add_argument("--backend", choices=BACKENDS, default="auto", help="default: auto (what the artifact and hardware allow)")
-    opt.add_argument("--batch-tokens", type=_positive, default=8192, help="padded tokens per device batch; default: 8192")
-    opt.add_argument("--max-seq-len", type=_positive, default=None, help="truncate inputs to this many tokens; default: the artifact's")
+    opt.add_argument("--batch-tokens", type=positive_int, default=8192, help="padded tokens per device batch; default: 8192")
+    opt.add_argument("--max-seq-len", type=positive_int, default=None, help="truncate inputs to this many tokens; default: the artifact's")
     opt.add_argument("--max-invalid-fraction", type=_fraction, default=0.01,
                      help="exit 1 (after writing everything) if more rows than this are invalid or failed; default: 0.01")
-    opt.add_argument("--num-partitions", type=_positive, default=None, help="repartition the input first; default: keep the input's")
-    opt.add_argument("--arrow-batch-rows", type=_positive, default=4096,
+    opt.add_argument("--num-partitions", type=positive_int, default=None, help="repartition the input first; default: keep the input's")
+    opt.add_argument("--arrow-batch-rows", type=positive_int, default=4096,
                      help="rows per Arrow batch handed to a worker (length sorting happens within it); default: 4096")
     opt.add_argument("--device", default=None, help="cpu, cuda:N or neuron:N when Spark assigns no resource; default: cpu")
     opt.add_argument("--master", default=None, help="Spark master when not launched by spark-submit; default: local[*]")

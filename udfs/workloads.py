@@ -122,12 +122,13 @@ class QueryIntent:
         good = status == "ok"
         intent = np.full(len(frame), None, dtype=object)
         confidence = np.full(len(frame), np.nan)
-        top = np.full(len(frame), None, dtype=object)
+        top: list = [None] * len(frame)  # a list: numpy would turn equal-length lists into a 2-D array
         if good.any():
             order, probs = heads.top_k(logits[good], labels, self.top_k)
             intent[good] = [labels[i] for i in order[:, 0]]
             confidence[good] = probs[:, 0]
-            top[good] = [[{"label": labels[i], "score": float(p)} for i, p in zip(o, ps)] for o, ps in zip(order, probs)]
+            for row, o, ps in zip(np.flatnonzero(good), order, probs):
+                top[row] = [{"label": labels[i], "score": float(p)} for i, p in zip(o, ps)]
         out = pd.DataFrame({
             self.id_column: frame[self.id_column].astype(object).to_numpy(),
             "intent": intent, "confidence": confidence, "top_k": top,

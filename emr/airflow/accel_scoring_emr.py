@@ -1,0 +1,84 @@
+"""Nightly scoring on a transient EMR GPU cluster.
+
+SETUP    create_cluster (a GPU profile, kept alive for the steps)
+BODY     add_steps (duplicates and query_intent, ``--run-date {{ ds }}``) -> one sensor per step
+TEARDOWN terminate_cluster (trigger_rule ALL_DONE: runs when a step failed too)
+         -> watcher (fails the run if anything upstream failed, since a successful teardown
+            would otherwise leave the run green)
+
+Settings come from the Airflow Variable ``accel_scoring`` (see emr/deployment.py for its keys)
+and the run's params; nothing about the deployment is written in this file. The AWS connection
+is ``aws_default``. Install the accel-scoring wheel (``pip install --no-deps``) where the DAG is
+parsed and run, so ``emr.deployment`` can be imported.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+
+from airflow.providers.amazon.aws.operators.emr import (EmrAddStepsOperator, EmrCreateJobFlowOperator,
+                                                        EmrTerminateJobFlowOperator)
+from airflow.providers.amazon.aws.sensors.emr import EmrStepSensor
+from airflow.sdk import DAG, Param, TriggerRule, Variable, task
+
+from emr.deployment import VARIABLE, cluster_request, merged, scoring_steps
+from emr.layout import JOBS
+
+POKE_SECONDS = int(os.environ.get("ACCEL_SCORING_POKE_SECONDS", "60"))
+
+with DAG(
+    dag_id="accel_scoring_emr",
+    description="Score duplicates and query intent on a transient EMR GPU cluster",
+    schedule="@daily",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    default_args={"retries": 0},
+    params={
+        "profile": Param(None, type=["null", "string"], description="GPU profile (g4dn, g5, g6, g6e, p4d, p5)"),
+        "core_count": Param(None, type=["null", "integer"], description="GPU core nodes"),
+    },
+    tags=["accel-scoring", "emr"],
+) as dag:
+
+    @task
+    def cluster_config(params=None, run_id=None) -> dict:
+        settings = merged(Variable.get(VARIABLE, deserialize_json=True), params)
+        return cluster_request(settings, dag_run=run_id or "")
+
+    @task
+    def step_config(run_date: str, params=None) -> list:
+        settings = merged(Variable.get(VARIABLE, deserialize_json=True), params)
+        return scoring_steps(settings, run_date)
+
+    # [START accel_scoring_emr_tasks]
+    job_flow = cluster_config()
+    create_cluster = EmrCreateJobFlowOperator(
+        task_id="create_cluster", job_flow_overrides=job_flow, emr_conn_id=None,
+    )
+    add_steps = EmrAddStepsOperator(
+        task_id="add_steps", job_flow_id=create_cluster.output,
+        steps=step_config(run_date="{{ ds }}"),
+    )
+    watchers = [
+        EmrStepSensor(
+            task_id=f"watch_{job}", job_flow_id=create_cluster.output,
+            # add_steps returns the step ids in emr.layout.JOBS order
+            step_id=f"{{{{ ti.xcom_pull(task_ids='add_steps')[{index}] }}}}",
+            poke_interval=POKE_SECONDS, timeout=timedelta(hours=12).total_seconds(), mode="poke",
+        )
+        for index, job in enumerate(JOBS)
+    ]
+    terminate_cluster = EmrTerminateJobFlowOperator(
+        task_id="terminate_cluster", job_flow_id=create_cluster.output,
+        trigger_rule=TriggerRule.ALL_DONE,
+    )
+    # [END accel_scoring_emr_tasks]
+
+    @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
+    def watcher() -> None:
+        raise RuntimeError("a task upstream failed (see its log); the cluster was terminated")
+
+    add_steps >> watchers >> terminate_cluster
+    [create_cluster, add_steps, *watchers, terminate_cluster] >> watcher()

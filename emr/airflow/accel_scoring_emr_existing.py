@@ -1,0 +1,50 @@
+"""Scoring steps on an existing (long-running) EMR GPU cluster.
+
+BODY  add_steps (duplicates and query_intent, ``--run-date {{ ds }}``) -> one sensor per step.
+No cluster is created or terminated. The cluster id comes from the run's ``cluster_id`` param or
+the Variable ``accel_scoring``'s ``cluster_id``; the cluster must have been created with a GPU
+profile (``python -m emr create-cluster``), which sets the GPU settings in spark-defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+
+from airflow.providers.amazon.aws.operators.emr import EmrAddStepsOperator
+from airflow.providers.amazon.aws.sensors.emr import EmrStepSensor
+from airflow.sdk import DAG, Param, Variable, task
+
+from emr.deployment import VARIABLE, merged, scoring_steps
+from emr.layout import JOBS
+
+POKE_SECONDS = int(os.environ.get("ACCEL_SCORING_POKE_SECONDS", "60"))
+
+with DAG(
+    dag_id="accel_scoring_emr_existing",
+    description="Score duplicates and query intent on an existing EMR GPU cluster",
+    schedule="@daily",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    default_args={"retries": 0},
+    params={"cluster_id": Param(None, type=["null", "string"], description="EMR cluster id (j-...)")},
+    tags=["accel-scoring", "emr"],
+) as dag:
+
+    @task(multiple_outputs=True)
+    def step_config(run_date: str, params=None) -> dict:
+        settings = merged(Variable.get(VARIABLE, deserialize_json=True), params)
+        if not settings.get("cluster_id"):
+            raise ValueError(f"set cluster_id in the Variable {VARIABLE!r} or the run's params")
+        return {"cluster_id": settings["cluster_id"], "steps": scoring_steps(settings, run_date)}
+
+    config = step_config(run_date="{{ ds }}")
+    add_steps = EmrAddStepsOperator(task_id="add_steps", job_flow_id=config["cluster_id"],
+                                    steps=config["steps"])
+    for index, job in enumerate(JOBS):
+        add_steps >> EmrStepSensor(
+            task_id=f"watch_{job}", job_flow_id=config["cluster_id"],
+            step_id=f"{{{{ ti.xcom_pull(task_ids='add_steps')[{index}] }}}}",
+            poke_interval=POKE_SECONDS, timeout=timedelta(hours=12).total_seconds(), mode="poke",
+        )

@@ -1,0 +1,391 @@
+"""``python -m emr``: run the scoring jobs on EMR on EC2 (GPU) and EMR on EKS (Inferentia).
+
+Sub-commands::
+
+    profiles          list GPU cluster profiles
+    package           build dist/: wheel, --py-files zip, venv-pack environment archive
+    stage             upload jobs, package, environment, scripts and a model to an S3 prefix
+    create-cluster    create a GPU cluster from a profile
+    add-step          add a scoring step (command-runner.jar spark-submit ...), optionally wait
+    wait              wait for a step; print its state, failure reason and log location
+    terminate         terminate a cluster
+    eks-submit        start the job on EMR on EKS with one NeuronCore per executor
+    eks-wait          wait for an EMR on EKS job run
+
+Every AWS sub-command takes ``--endpoint-url`` (or ``AWS_ENDPOINT_URL``), ``--region``,
+``--aws-profile`` and ``--dry-run`` (print each request as a JSON line instead of sending it).
+Exit codes: 0 ok; 1 an AWS call or a step failed; 2 bad arguments or local input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from emr import layout as L
+from emr.aws import Clients
+from emr.errors import EmrError
+
+L_REPO = Path(__file__).resolve().parent.parent  # the repository (jobs/, dist/) when run from a checkout
+_RUN_DATE_HELP = "YYYY-MM-DD (Airflow passes {{ ds }})"
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    aws = common.add_argument_group("AWS connection")
+    aws.add_argument("--endpoint-url", help="send requests here (default: AWS_ENDPOINT_URL, else AWS)")
+    aws.add_argument("--region", help="AWS region (default: the usual boto3 chain)")
+    aws.add_argument("--aws-profile", help="named profile from the AWS config files")
+    aws.add_argument("--dry-run", action="store_true",
+                     help="print every request as a JSON line instead of sending it")
+    return common
+
+
+def _job_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("job")
+    g.add_argument("--job", required=True, choices=L.JOBS)
+    g.add_argument("--input", required=True, help="input table path (s3://...)")
+    g.add_argument("--output", required=True, help="output root (s3://...)")
+    g.add_argument("--model", required=True, help="model artifact (s3://.../ or a path on the nodes)")
+    g.add_argument("--run-date", required=True, help=_RUN_DATE_HELP)
+    g.add_argument("job_flags", nargs="*", metavar="-- JOB_FLAGS",
+                   help="further job flags after `--`, e.g. -- --backend tensorrt --batch-tokens 8192")
+
+
+def _wait_args(p: argparse.ArgumentParser, default_poll: float = 30) -> None:
+    p.add_argument("--poll", type=float, default=default_poll, help="seconds between polls (default %(default)s)")
+    p.add_argument("--timeout", type=float, default=6 * 3600, help="give up after this many seconds (default %(default)s)")
+
+
+def _conf(values: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise EmrError(f"expected KEY=VALUE, got {item!r}", exit_code=2)
+        out[key] = value
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m emr", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = _common()
+
+    sub.add_parser("profiles", help="list GPU cluster profiles")
+
+    p = sub.add_parser("package", help="build dist/: wheel, py-files zip, environment archive")
+    p.add_argument("--dist", type=Path, default=L_REPO / "dist")
+    p.add_argument("--no-env", action="store_true", help="skip the venv-pack archive")
+    p.add_argument("--extras", default="aws", help="extras installed in the environment (default %(default)s)")
+
+    p = sub.add_parser("stage", parents=[common], help="upload what a run needs to an S3 prefix")
+    p.add_argument("--prefix", required=True, help="s3://bucket/prefix/ for this deployment")
+    p.add_argument("--dist", type=Path, default=L_REPO / "dist", help="built packages (default %(default)s)")
+    p.add_argument("--jobs-dir", type=Path, default=L_REPO / "jobs")
+    p.add_argument("--model", help="a local artifact folder to upload, or s3://... to check")
+    p.add_argument("--no-env", action="store_true",
+                   help="do not upload the environment archive (bootstrap-installed environment)")
+
+    p = sub.add_parser("create-cluster", parents=[common], help="create a GPU cluster from a profile")
+    p.add_argument("--profile", required=True, help="GPU profile: see `python -m emr profiles`")
+    p.add_argument("--prefix", required=True, help="the staged prefix (scripts, package)")
+    p.add_argument("--log-uri", required=True, help="s3://... for cluster and step logs")
+    p.add_argument("--name", default="accel-scoring")
+    p.add_argument("--release-label", default=None, help="EMR release (default from emr.profiles)")
+    p.add_argument("--core-count", type=int, help="GPU core nodes (default from the profile)")
+    p.add_argument("--subnet-id")
+    p.add_argument("--key-name")
+    p.add_argument("--instance-profile", default="EMR_EC2_DefaultRole")
+    p.add_argument("--service-role", default="EMR_DefaultRole")
+    p.add_argument("--python-env", choices=("archive", "bootstrap"), default="archive",
+                   help="archive: steps ship the venv-pack archive; bootstrap: install the wheel "
+                        "on every node at start (for multi-GB CUDA stacks)")
+    p.add_argument("--pip-extras", default="aws,gpu", help="extras for --python-env bootstrap")
+    p.add_argument("--idle-timeout", type=int, default=3600, help="auto-terminate after idle seconds (0: never)")
+    p.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra spark-defaults for the cluster")
+    p.add_argument("--no-role-check", action="store_true", help="skip the IAM role existence check")
+    p.add_argument("--wait", action="store_true", help="wait until the cluster is ready")
+    _wait_args(p)
+
+    p = sub.add_parser("add-step", parents=[common], help="add a scoring step to a cluster")
+    p.add_argument("--cluster-id", required=True)
+    p.add_argument("--prefix", required=True, help="the staged prefix")
+    p.add_argument("--python-env", choices=("archive", "bootstrap"), default="archive")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra --conf for spark-submit")
+    p.add_argument("--action-on-failure", default="CONTINUE",
+                   choices=("CONTINUE", "CANCEL_AND_WAIT", "TERMINATE_CLUSTER"))
+    p.add_argument("--wait", action="store_true", help="wait for the step and print its outcome")
+    _job_args(p)
+    _wait_args(p)
+
+    p = sub.add_parser("wait", parents=[common], help="wait for a step to end")
+    p.add_argument("--cluster-id", required=True)
+    p.add_argument("--step-id", required=True)
+    _wait_args(p)
+
+    p = sub.add_parser("terminate", parents=[common], help="terminate a cluster")
+    p.add_argument("--cluster-id", required=True)
+
+    p = sub.add_parser("eks-submit", parents=[common], help="run the job on EMR on EKS (Inferentia)")
+    p.add_argument("--virtual-cluster-id", required=True)
+    p.add_argument("--execution-role-arn", required=True)
+    p.add_argument("--image", required=True, help="the Neuron image built from emr/k8s/Dockerfile")
+    p.add_argument("--prefix", required=True, help="the staged prefix")
+    p.add_argument("--release-label", default="emr-7.13.0-latest")
+    p.add_argument("--log-uri", help="s3://... for driver and executor logs")
+    p.add_argument("--executors", type=int, default=2, help="executors, one NeuronCore each")
+    p.add_argument("--client-token", help="idempotency token (same token, same job run)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--wait", action="store_true")
+    _job_args(p)
+    _wait_args(p)
+
+    p = sub.add_parser("eks-wait", parents=[common], help="wait for an EMR on EKS job run")
+    p.add_argument("--virtual-cluster-id", required=True)
+    p.add_argument("--job-run-id", required=True)
+    p.add_argument("--log-uri")
+    _wait_args(p)
+    return parser
+
+
+
+def _echo(text: str) -> None:
+    print(text, flush=True)
+
+
+def _clients(args: argparse.Namespace) -> Clients:
+    return Clients(endpoint_url=args.endpoint_url, region=args.region,
+                   profile=args.aws_profile, dry_run=args.dry_run)
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    from emr.profiles import PROFILES
+
+    for p in PROFILES.values():
+        _echo(f"{p.name:6} {p.instance_type:14} {p.gpus_per_instance} x {p.gpu:16} "
+              f"executor {p.executor_cores} cores, {p.tasks_per_gpu} tasks/GPU  {p.description}")
+    return 0
+
+
+def cmd_package(args: argparse.Namespace) -> int:
+    from emr import packaging
+
+    built = packaging.build_all(L_REPO, args.dist, with_env=not args.no_env, extras=args.extras, echo=_echo)
+    for path in built:
+        _echo(str(path))
+    return 0
+
+
+def cmd_stage(args: argparse.Namespace) -> int:
+    from emr import staging
+
+    clients = _clients(args)
+    layout = L.Layout.at(args.prefix)
+    model_dir = None
+    if args.model and not args.model.startswith(("s3://", "s3a://", "s3n://")):
+        model_dir = Path(args.model)
+    plan = staging.plan_stage(layout, jobs_dir=args.jobs_dir, dist_dir=args.dist,
+                              include_env=not args.no_env, model_dir=model_dir)
+
+    def report(item: Any, result: Any) -> None:
+        verb = "unchanged" if result.skipped else ("would upload" if args.dry_run else "uploaded")
+        _echo(f"{verb:12} {item.what:28} {result.uri}  sha256={result.sha256[:12]} {result.size} B")
+
+    staging.stage(clients.s3, plan, verify=not args.dry_run, report=report)
+    if args.model and model_dir is None:
+        manifest = staging.check_s3_artifact(clients.s3, args.model)
+        _echo(f"checked      model {manifest.get('name')}@{manifest.get('version')}: "
+              f"{len(manifest['files'])} files at {args.model}")
+    elif model_dir is not None:
+        manifest_target = [u for u in plan if u.what == "model manifest"][0].target
+        _echo(f"model URI: {str(manifest_target).rsplit('/', 1)[0]}/")
+    return 0
+
+
+def cmd_create_cluster(args: argparse.Namespace) -> int:
+    from emr import cluster
+    from emr.profiles import DEFAULT_RELEASE_LABEL, get_profile
+
+    profile = get_profile(args.profile)
+    settings = cluster.ClusterSettings(
+        name=args.name, log_uri=args.log_uri, release_label=args.release_label or DEFAULT_RELEASE_LABEL,
+        core_instance_count=args.core_count, subnet_id=args.subnet_id, key_name=args.key_name,
+        instance_profile=args.instance_profile, service_role=args.service_role,
+        python_env=args.python_env, pip_extras=args.pip_extras, idle_timeout_s=args.idle_timeout,
+        tags=_conf(args.tag), extra_spark_defaults=_conf(args.conf),
+    )
+    layout = L.Layout.at(args.prefix)
+    request = cluster.build_run_job_flow_request(profile, layout, settings)
+    clients = _clients(args)
+    if not args.no_role_check:
+        for warning in cluster.check_roles(clients.iam, settings.instance_profile, settings.service_role):
+            print(f"warning: {warning}", file=sys.stderr)
+    cluster_id = cluster.create_cluster(clients.emr, request)
+    _echo(f"cluster {cluster_id} ({profile.name}: {settings.core_instance_count or profile.core_instance_count}"
+          f" x {profile.instance_type}); logs under {args.log_uri}")
+    if args.wait and not args.dry_run:
+        cluster.wait_for_cluster(clients.emr, cluster_id, poll_s=args.poll, timeout_s=args.timeout, echo=_echo)
+    print(cluster_id)
+    return 0
+
+
+def _wait_step(clients: Clients, cluster_id: str, step_id: str, cluster_info: dict[str, Any],
+               args: argparse.Namespace) -> int:
+    from emr import steps
+
+    log_uri = cluster_info.get("LogUri")
+    steps.wait_for_step(clients.emr, cluster_id, step_id, log_uri=log_uri, s3=clients.s3,
+                        poll_s=args.poll, timeout_s=args.timeout, echo=_echo)  # raises unless COMPLETED
+    folder = steps.step_log_folder(log_uri, cluster_id, step_id)
+    _echo(f"step {step_id} COMPLETED; logs: {folder or 'no LogUri on the cluster'}")
+    return 0
+
+
+def cmd_add_step(args: argparse.Namespace) -> int:
+    from emr import cluster, steps
+    from emr.s3 import require_object
+
+    job = steps.JobRequest(args.job, args.input, args.output, args.model, args.run_date,
+                           tuple(args.job_flags))
+    layout = L.Layout.at(args.prefix)
+    step = steps.build_step(layout, job, python_env=args.python_env, conf=_conf(args.conf),
+                            action_on_failure=args.action_on_failure)
+    clients = _clients(args)
+    info = cluster.require_active(clients.emr, args.cluster_id)
+    hint = "stage it first with `python -m emr stage`"
+    require_object(clients.s3, layout.job(job.job), hint)
+    require_object(clients.s3, layout.pyfiles, hint)
+    if args.python_env == "archive":
+        require_object(clients.s3, layout.env_archive, hint)
+    (step_id,) = steps.add_steps(clients.emr, args.cluster_id, [step])
+    folder = steps.step_log_folder(info.get("LogUri"), args.cluster_id, step_id)
+    _echo(f"step {step_id} added to {args.cluster_id}; logs: {folder or 'no LogUri on the cluster'}")
+    if args.wait and not args.dry_run:
+        _wait_step(clients, args.cluster_id, step_id, info, args)
+    print(step_id)
+    return 0
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    from emr import cluster
+
+    clients = _clients(args)
+    info = cluster.describe_cluster(clients.emr, args.cluster_id)
+    return _wait_step(clients, args.cluster_id, args.step_id, info, args)
+
+
+def cmd_terminate(args: argparse.Namespace) -> int:
+    from emr import cluster
+
+    cluster.terminate(_clients(args).emr, args.cluster_id)
+    _echo(f"cluster {args.cluster_id}: termination requested")
+    return 0
+
+
+def cmd_eks_submit(args: argparse.Namespace) -> int:
+    from emr import eks, steps
+    from emr.s3 import require_object
+
+    job = steps.JobRequest(args.job, args.input, args.output, args.model, args.run_date,
+                           tuple(args.job_flags))
+    layout = L.Layout.at(args.prefix)
+    settings = eks.EksSettings(
+        virtual_cluster_id=args.virtual_cluster_id, execution_role_arn=args.execution_role_arn,
+        image=args.image, release_label=args.release_label, log_uri=args.log_uri,
+        executor_instances=args.executors, extra_conf=_conf(args.conf),
+    )
+    request = eks.build_start_job_run_request(layout, job, settings, client_token=args.client_token)
+    clients = _clients(args)
+    hint = "stage it first with `python -m emr stage`"
+    for uri in (layout.job(job.job), layout.pyfiles, layout.eks(L.EXECUTOR_POD_TEMPLATE)):
+        require_object(clients.s3, uri, hint)
+    run_id = eks.start_job_run(clients.emr_containers, request)
+    folder = eks.job_run_log_folder(args.log_uri, args.virtual_cluster_id, run_id)
+    _echo(f"job run {run_id} started on {args.virtual_cluster_id}; logs: {folder or 'no --log-uri'}")
+    if args.wait and not args.dry_run:
+        eks.wait_for_job_run(clients.emr_containers, args.virtual_cluster_id, run_id,
+                             log_uri=args.log_uri, poll_s=args.poll, timeout_s=args.timeout, echo=_echo)
+        _echo(f"job run {run_id} COMPLETED")
+    print(run_id)
+    return 0
+
+
+def cmd_eks_wait(args: argparse.Namespace) -> int:
+    from emr import eks
+
+    eks.wait_for_job_run(_clients(args).emr_containers, args.virtual_cluster_id, args.job_run_id,
+                         log_uri=args.log_uri, poll_s=args.poll, timeout_s=args.timeout, echo=_echo)
+    _echo(f"job run {args.job_run_id} COMPLETED")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "profiles": cmd_profiles,
+    "package": cmd_package,
+    "stage": cmd_stage,
+    "create-cluster": cmd_create_cluster,
+    "add-step": cmd_add_step,
+    "wait": cmd_wait,
+    "terminate": cmd_terminate,
+    "eks-submit": cmd_eks_submit,
+    "eks-wait": cmd_eks_wait,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one sub-command; print a one-line error (never only a traceback) on failure."""
+    from botocore.exceptions import (BotoCoreError, ClientError, EndpointConnectionError,
+                                     NoCredentialsError, NoRegionError, ParamValidationError,
+                                     ProfileNotFound)
+
+    from engines.store import ArtifactStoreError
+
+    args = build_parser().parse_args(argv)
+    try:
+        code = COMMANDS[args.command](args)
+        if getattr(args, "dry_run", False):
+            print("dry run: the requests above were validated and printed, none was sent "
+                  "(ids shown are placeholders)", file=sys.stderr)
+        return code
+    except EmrError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except ArtifactStoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except NoCredentialsError:
+        print("error: no AWS credentials found (set AWS_PROFILE / --aws-profile, or the "
+              "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY variables)", file=sys.stderr)
+        return 1
+    except NoRegionError:
+        print("error: no AWS region configured (pass --region or set AWS_DEFAULT_REGION)", file=sys.stderr)
+        return 2
+    except ProfileNotFound as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except EndpointConnectionError as exc:
+        print(f"error: cannot reach the AWS endpoint: {exc}", file=sys.stderr)
+        return 1
+    except ParamValidationError as exc:
+        print(f"error: invalid request: {exc}", file=sys.stderr)
+        return 2
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        print(f"error: {exc.operation_name} failed: {error.get('Code')}: {error.get('Message')}",
+              file=sys.stderr)
+        return 1
+    except BotoCoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

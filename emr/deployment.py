@@ -1,0 +1,118 @@
+"""One deployment's settings (an Airflow Variable's JSON, DAG params on top) -> AWS requests.
+
+The Airflow DAGs in emr/airflow/ read the Variable ``accel_scoring`` at run time and call these
+functions, so a DAG and ``python -m emr`` build the same clusters, steps and job runs.
+
+Variable ``accel_scoring`` (JSON)::
+
+    {
+      "prefix": "s3://bucket/accel-scoring/v1/",        # what `python -m emr stage` uploaded
+      "log_uri": "s3://bucket/emr-logs/",
+      "profile": "g5", "core_count": 2,                  # EMR on EC2 (optional: defaults)
+      "subnet_id": "subnet-...", "instance_profile": "EMR_EC2_DefaultRole",
+      "service_role": "EMR_DefaultRole", "python_env": "archive", "release_label": "emr-7.13.0",
+      "cluster_id": "j-...",                             # the existing-cluster DAG only
+      "jobs": {
+        "duplicates":   {"input": "s3://.../pairs/", "output": "s3://.../duplicates/",
+                         "model": "s3://.../models/minilm-dup/1.0/", "args": ["--backend", "tensorrt"]},
+        "query_intent": {"input": "...", "output": "...", "model": "...", "args": ["--top-k", "3"]}
+      },
+      "eks": {"virtual_cluster_id": "...", "execution_role_arn": "arn:aws:iam::...:role/...",
+              "image": "....dkr.ecr....amazonaws.com/accel-scoring-neuron:1",
+              "release_label": "emr-7.13.0-latest", "log_uri": "s3://bucket/eks-logs/", "executors": 2}
+    }
+
+DAG params (set when triggering) override ``profile``, ``core_count`` and ``cluster_id``, and
+``jobs`` (a list) picks which jobs run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from emr import layout as L
+from emr.cluster import ClusterSettings, build_run_job_flow_request
+from emr.eks import DEFAULT_EKS_RELEASE_LABEL, EksSettings, build_start_job_run_request
+from emr.errors import EmrError
+from emr.profiles import DEFAULT_RELEASE_LABEL, get_profile
+from emr.steps import JobRequest, build_step
+
+VARIABLE = "accel_scoring"
+
+
+def merged(variable: Mapping[str, Any], params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The Variable's settings with the DAG run's non-empty params on top."""
+    out = dict(variable)
+    for key, value in (params or {}).items():
+        if value not in (None, "", []):
+            out[key] = value
+    return out
+
+
+def _require(settings: Mapping[str, Any], *keys: str) -> None:
+    missing = [k for k in keys if not settings.get(k)]
+    if missing:
+        raise EmrError(f"Variable {VARIABLE!r} lacks {', '.join(missing)}", exit_code=2)
+
+
+def selected_jobs(settings: Mapping[str, Any]) -> list[str]:
+    jobs = settings.get("jobs") or {}
+    chosen = settings.get("run_jobs") or list(L.JOBS)
+    unknown = [j for j in chosen if j not in jobs]
+    if unknown:
+        raise EmrError(f"Variable {VARIABLE!r} has no jobs.{unknown[0]} settings", exit_code=2)
+    return [j for j in L.JOBS if j in chosen]
+
+
+def job_request(settings: Mapping[str, Any], job: str, run_date: str) -> JobRequest:
+    spec = settings["jobs"][job]
+    _require(spec, "input", "output", "model")
+    return JobRequest(job, spec["input"], spec["output"], spec["model"], run_date,
+                      tuple(str(a) for a in spec.get("args", ())))
+
+
+def cluster_request(settings: Mapping[str, Any], *, dag_run: str = "") -> dict[str, Any]:
+    """``RunJobFlow`` for the DAG's cluster: kept alive for its steps, ended by the DAG."""
+    _require(settings, "prefix", "log_uri")
+    cluster = ClusterSettings(
+        name=f"accel-scoring {dag_run}".strip(),
+        log_uri=settings["log_uri"],
+        release_label=settings.get("release_label") or DEFAULT_RELEASE_LABEL,
+        core_instance_count=int(settings["core_count"]) if settings.get("core_count") else None,
+        subnet_id=settings.get("subnet_id"),
+        instance_profile=settings.get("instance_profile") or "EMR_EC2_DefaultRole",
+        service_role=settings.get("service_role") or "EMR_DefaultRole",
+        python_env=settings.get("python_env") or "archive",
+        tags={"accel-scoring:dag-run": dag_run} if dag_run else {},
+    )
+    return build_run_job_flow_request(get_profile(settings.get("profile") or "g5"),
+                                      L.Layout.at(settings["prefix"]), cluster)
+
+
+def scoring_steps(settings: Mapping[str, Any], run_date: str) -> list[dict[str, Any]]:
+    """One EMR step per selected job, in ``emr.layout.JOBS`` order."""
+    _require(settings, "prefix")
+    layout = L.Layout.at(settings["prefix"])
+    return [build_step(layout, job_request(settings, job, run_date),
+                       python_env=settings.get("python_env") or "archive")
+            for job in selected_jobs(settings)]
+
+
+def eks_job_runs(settings: Mapping[str, Any], run_date: str, *, token_prefix: str = "") -> dict[str, dict[str, Any]]:
+    """``StartJobRun`` requests per selected job for EMR on EKS (Inferentia)."""
+    _require(settings, "prefix", "eks")
+    eks = settings["eks"]
+    _require(eks, "virtual_cluster_id", "execution_role_arn", "image")
+    eks_settings = EksSettings(
+        virtual_cluster_id=eks["virtual_cluster_id"], execution_role_arn=eks["execution_role_arn"],
+        image=eks["image"], release_label=eks.get("release_label") or DEFAULT_EKS_RELEASE_LABEL,
+        log_uri=eks.get("log_uri"), executor_instances=int(eks.get("executors", 2)),
+    )
+    layout = L.Layout.at(settings["prefix"])
+    return {
+        job: build_start_job_run_request(
+            layout, job_request(settings, job, run_date), eks_settings,
+            client_token=f"{token_prefix}{job}-{run_date}"[:64] if token_prefix else None)
+        for job in selected_jobs(settings)
+    }
+

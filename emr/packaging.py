@@ -1,0 +1,115 @@
+"""Build what Spark ships to the nodes: the wheel, a ``--py-files`` zip, a venv-pack archive.
+
+``dist/accel_scoring-<version>-py3-none-any.whl``
+    the project; installed into the environment archive, the bootstrap venv and the EKS image.
+``dist/accel_scoring.zip``
+    the import packages (engines, udfs, jobs, emr) for ``--py-files``: the code of a run.
+``dist/accel-scoring-env.tar.gz``
+    a venv with the wheel and its dependencies (not pyspark: the cluster has it), packed by
+    venv-pack, for ``spark.archives=...#environment`` and ``PYSPARK_PYTHON=./environment/bin/python``.
+
+A venv-pack archive reuses the base interpreter of the machine it was built on (bin/python is a
+link to it) and its compiled wheels must suit the nodes' C library: for EMR 7 build it on
+Amazon Linux 2023 with Python 3.11 (``make package-al2023`` does that in a container), where
+the interpreter is ``/usr/bin/python3.11`` as on the EMR nodes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Callable
+
+from emr import layout as L
+from emr.errors import EmrError
+
+PACKAGES = ("engines", "udfs", "jobs", "emr")
+ENV_DIRNAME = "accel-scoring-env"
+_ZIP_DATE = (2020, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip
+
+
+def build_pyfiles_zip(repo: Path, out: Path) -> Path:
+    """Zip the import packages' .py files (deterministic order and timestamps)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".zip.tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for package in PACKAGES:
+            root = repo / package
+            if not (root / "__init__.py").is_file():
+                raise EmrError(f"{root} is not a package (no __init__.py)", exit_code=2)
+            for path in sorted(root.rglob("*.py")):
+                if "__pycache__" in path.parts:
+                    continue
+                info = zipfile.ZipInfo(path.relative_to(repo).as_posix(), _ZIP_DATE)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                zf.writestr(info, path.read_bytes())
+    os.replace(tmp, out)
+    return out
+
+
+def _run(cmd: list[str], echo: Callable[[str], None]) -> None:
+    echo("$ " + " ".join(cmd))
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode != 0:
+        raise EmrError(f"command failed ({done.returncode}): {' '.join(cmd)}\n{done.stdout[-4000:]}")
+
+
+def _has_setuptools() -> bool:
+    try:
+        import setuptools
+    except ImportError:
+        return False
+    return int(setuptools.__version__.split(".")[0]) >= 68
+
+
+def build_wheel(repo: Path, dist: Path, echo: Callable[[str], None] = print) -> Path:
+    """``pip wheel`` the project (no dependencies) into ``dist``; return the wheel."""
+    dist.mkdir(parents=True, exist_ok=True)
+    for old in dist.glob("accel_scoring-*.whl"):
+        old.unlink()
+    # Build in this interpreter when it has setuptools (no download); else pip isolates.
+    isolation = ["--no-build-isolation"] if _has_setuptools() else []
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation,
+          "--quiet", "-w", str(dist), str(repo)], echo)
+    wheels = sorted(dist.glob("accel_scoring-*.whl"))
+    if not wheels:
+        raise EmrError(f"pip wheel left no accel_scoring-*.whl in {dist}")
+    return wheels[-1]
+
+
+def build_env_archive(
+    wheel: Path, dist: Path, *, extras: str = "aws", python: str = sys.executable,
+    echo: Callable[[str], None] = print,
+) -> Path:
+    """Create a venv with ``wheel[extras]`` and pack it with venv-pack."""
+    try:
+        import venv_pack
+    except ImportError as exc:
+        raise EmrError("building the environment archive needs venv-pack (pip install venv-pack)") from exc
+    env = dist / ENV_DIRNAME
+    if env.exists():
+        shutil.rmtree(env)
+    _run([python, "-m", "venv", str(env)], echo)
+    pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    spec = f"{wheel}[{extras}]" if extras else str(wheel)
+    _run(pip + [spec], echo)
+    out = dist / L.ENV_ARCHIVE
+    echo(f"venv-pack {env} -> {out}")
+    venv_pack.pack(prefix=str(env), output=str(out), force=True, verbose=False)
+    out.chmod(0o644)
+    return out
+
+
+def build_all(
+    repo: Path, dist: Path, *, with_env: bool = True, extras: str = "aws",
+    echo: Callable[[str], None] = print,
+) -> list[Path]:
+    built = [build_wheel(repo, dist, echo), build_pyfiles_zip(repo, dist / L.PYFILES_ZIP)]
+    if with_env:
+        built.append(build_env_archive(built[0], dist, extras=extras, echo=echo))
+    return built

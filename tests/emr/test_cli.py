@@ -1,0 +1,385 @@
+"""``python -m emr`` end to end against a local moto server (S3, EMR, EMR on EKS, IAM).
+
+moto accepts the requests and keeps state; where it does not move a step or job run on by
+itself, tests/moto_support.py does (finish_step / finish_job_run), from a background thread
+while the CLI waits.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from emr.cli import main
+from tests import moto_support
+
+REPO = Path(__file__).resolve().parents[2]
+PREFIX = "s3://deploy/accel/v1/"
+LOGS = "s3://deploy/logs/"
+
+
+@pytest.fixture
+def sources(tmp_path: Path) -> dict[str, Path]:
+    """Stand-ins for what `make package` builds and the jobs (only their bytes matter here)."""
+    dist, jobs, model = tmp_path / "dist", tmp_path / "jobs", tmp_path / "model"
+    for d in (dist, jobs, model / "tokenizer"):
+        d.mkdir(parents=True)
+    (dist / "accel_scoring.zip").write_bytes(b"PK zip of engines, udfs, jobs, emr")
+    (dist / "accel_scoring-0.1.0-py3-none-any.whl").write_bytes(b"PK wheel")
+    with tarfile.open(dist / "accel-scoring-env.tar.gz", "w:gz") as tar:
+        info = tarfile.TarInfo("bin/python")
+        tar.addfile(info)
+    for job in ("duplicates", "query_intent"):
+        (jobs / f"{job}.py").write_text(f"# {job} entry point\n")
+    files = {"model.onnx": b"onnx" * 100, "tokenizer/tokenizer.json": b"{}"}
+    for rel, data in files.items():
+        (model / rel).write_bytes(data)
+    manifest = {"name": "minilm-dup", "version": "1.0",
+                "files": {rel: hashlib.sha256(d).hexdigest() for rel, d in files.items()}}
+    (model / "manifest.json").write_text(json.dumps(manifest))
+    return {"dist": dist, "jobs": jobs, "model": model}
+
+
+@pytest.fixture
+def staged(aws, s3, sources) -> dict[str, Path]:
+    s3.create_bucket(Bucket="deploy")
+    assert main(["stage", "--prefix", PREFIX, "--dist", str(sources["dist"]), "--jobs-dir",
+                 str(sources["jobs"]), "--model", str(sources["model"])]) == 0
+    return sources
+
+
+@pytest.fixture
+def roles(aws) -> None:
+    import boto3
+
+    iam = boto3.client("iam")
+    iam.create_role(RoleName="EMR_DefaultRole", AssumeRolePolicyDocument="{}")
+    iam.create_role(RoleName="EMR_EC2_DefaultRole", AssumeRolePolicyDocument="{}")
+    iam.create_instance_profile(InstanceProfileName="EMR_EC2_DefaultRole")
+
+
+def _create_cluster(capsys, *extra: str) -> str:
+    assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS,
+                 "--name", "nightly", *extra]) == 0
+    return capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def _add_step_args(cluster_id: str, *extra: str) -> list[str]:
+    return ["add-step", "--cluster-id", cluster_id, "--prefix", PREFIX, "--job", "duplicates",
+            "--input", "s3://data/pairs/", "--output", "s3://data/scores/",
+            "--model", PREFIX + "models/minilm-dup/1.0/", "--run-date", "2026-11-01",
+            "--poll", "0.05", *extra]
+
+
+# --- staging -------------------------------------------------------------------------------------
+
+def test_stage_uploads_with_checksums_then_skips_unchanged(staged, s3, aws, capsys) -> None:
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket="deploy")["Contents"]}
+    assert {"accel/v1/jobs/duplicates.py", "accel/v1/jobs/query_intent.py",
+            "accel/v1/package/accel_scoring.zip", "accel/v1/package/accel_scoring-0.1.0-py3-none-any.whl",
+            "accel/v1/env/accel-scoring-env.tar.gz", "accel/v1/scripts/gpu-cgroup-bootstrap.sh",
+            "accel/v1/scripts/getNeuronCoreResources.sh", "accel/v1/eks/executor-pod-template.yaml",
+            "accel/v1/models/minilm-dup/1.0/model.onnx", "accel/v1/models/minilm-dup/1.0/manifest.json",
+            "accel/v1/models/minilm-dup/1.0/tokenizer/tokenizer.json"} <= keys
+    zip_bytes = (staged["dist"] / "accel_scoring.zip").read_bytes()
+    head = s3.head_object(Bucket="deploy", Key="accel/v1/package/accel_scoring.zip", ChecksumMode="ENABLED")
+    assert head["Metadata"]["sha256"] == hashlib.sha256(zip_bytes).hexdigest()
+    assert head["ChecksumSHA256"]
+    capsys.readouterr()
+    aws.recorder.clear()
+
+    assert main(["stage", "--prefix", PREFIX, "--dist", str(staged["dist"]), "--jobs-dir",
+                 str(staged["jobs"]), "--model", str(staged["model"])]) == 0
+    out = capsys.readouterr().out
+    assert "uploaded" not in out and out.count("unchanged") == len(keys)
+    assert aws.recorder.count("PUT", "") == 0
+
+
+def test_stage_replaces_a_changed_file(staged, s3, capsys) -> None:
+    (staged["jobs"] / "duplicates.py").write_text("# changed\n")
+    capsys.readouterr()
+    assert main(["stage", "--prefix", PREFIX, "--dist", str(staged["dist"]), "--jobs-dir",
+                 str(staged["jobs"])]) == 0
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if line.startswith("uploaded")] == [
+        line for line in out.splitlines() if "jobs/duplicates.py" in line]
+    assert s3.get_object(Bucket="deploy", Key="accel/v1/jobs/duplicates.py")["Body"].read() == b"# changed\n"
+
+
+def test_multipart_upload_verifies_composite_checksum(aws, s3, tmp_path) -> None:
+    from emr.s3 import S3Uri, upload
+
+    s3.create_bucket(Bucket="deploy")
+    big = tmp_path / "env.tar.gz"
+    big.write_bytes(os.urandom(11 * 1024 * 1024))
+    result = upload(s3, big, S3Uri("deploy", "env/big.tar.gz"), part_size=5 * 1024 * 1024,
+                    multipart_threshold=5 * 1024 * 1024)
+    assert not result.skipped
+    assert aws.recorder.count("PUT", "env/big.tar.gz") == 3  # three UploadPart calls
+    head = s3.head_object(Bucket="deploy", Key="env/big.tar.gz", ChecksumMode="ENABLED")
+    data, part = big.read_bytes(), 5 * 1024 * 1024
+    digests = b"".join(hashlib.sha256(data[i:i + part]).digest() for i in range(0, len(data), part))
+    composite = base64.b64encode(hashlib.sha256(digests).digest()).decode()
+    assert head["ChecksumSHA256"] in (composite, f"{composite}-3")  # S3 adds "-3"; moto may not
+    assert head["Metadata"]["sha256"] == hashlib.sha256(big.read_bytes()).hexdigest()
+    assert upload(s3, big, S3Uri("deploy", "env/big.tar.gz"), multipart_threshold=5 * 1024 * 1024).skipped
+
+
+def test_stage_without_package_says_how_to_build_it(aws, s3, sources, capsys) -> None:
+    s3.create_bucket(Bucket="deploy")
+    (sources["dist"] / "accel_scoring.zip").unlink()
+    assert main(["stage", "--prefix", PREFIX, "--dist", str(sources["dist"]),
+                 "--jobs-dir", str(sources["jobs"])]) == 2
+    assert "accel_scoring.zip (run `make package`)" in capsys.readouterr().err
+
+
+def test_stage_into_another_accounts_bucket_is_access_denied(aws, sources, capsys, monkeypatch) -> None:
+    moto_support.foreign_s3_client(aws.url).create_bucket(Bucket="their-bucket")
+    monkeypatch.setenv("MOTO_S3_ALLOW_CROSSACCOUNT_ACCESS", "false")
+    code = main(["stage", "--prefix", "s3://their-bucket/accel/", "--dist", str(sources["dist"]),
+                 "--jobs-dir", str(sources["jobs"])])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("error: reading s3://their-bucket/accel/jobs/duplicates.py failed: access denied")
+    assert "another account" in err and "Traceback" not in err
+
+
+def test_stage_checks_an_s3_model_and_reports_a_missing_file(staged, s3, capsys) -> None:
+    s3.delete_object(Bucket="deploy", Key="accel/v1/models/minilm-dup/1.0/model.onnx")
+    capsys.readouterr()
+    code = main(["stage", "--prefix", PREFIX, "--dist", str(staged["dist"]), "--jobs-dir",
+                 str(staged["jobs"]), "--model", PREFIX + "models/minilm-dup/1.0/"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "s3://deploy/accel/v1/models/minilm-dup/1.0/model.onnx does not exist" in err
+
+
+def test_stage_model_prefix_without_manifest(staged, capsys) -> None:
+    code = main(["stage", "--prefix", PREFIX, "--dist", str(staged["dist"]), "--jobs-dir",
+                 str(staged["jobs"]), "--model", "s3://deploy/nothing-here/"])
+    assert code == 1
+    assert "reading s3://deploy/nothing-here/manifest.json failed: no such object" in capsys.readouterr().err
+
+
+# --- clusters and steps --------------------------------------------------------------------------
+
+def test_create_cluster_sends_the_gpu_profile(staged, roles, capsys) -> None:
+    import boto3
+
+    cluster_id = _create_cluster(capsys, "--core-count", "3", "--tag", "team=search")
+    cluster = boto3.client("emr").describe_cluster(ClusterId=cluster_id)["Cluster"]
+    assert cluster["Name"] == "nightly" and cluster["ReleaseLabel"] == "emr-7.13.0"
+    classifications = {c["Classification"]: c for c in cluster["Configurations"]}
+    assert classifications["spark-defaults"]["Properties"]["spark.task.resource.gpu.amount"] == "0.5"
+    assert classifications["yarn-site"]["Properties"]["yarn.resource-types"] == "yarn.io/gpu"
+    groups = boto3.client("emr").list_instance_groups(ClusterId=cluster_id)["InstanceGroups"]
+    core = [g for g in groups if g["InstanceGroupType"] == "CORE"][0]
+    assert core["InstanceType"] == "g5.2xlarge" and core["RequestedInstanceCount"] == 3
+    actions = boto3.client("emr").list_bootstrap_actions(ClusterId=cluster_id)["BootstrapActions"]
+    assert actions[0]["ScriptPath"] == PREFIX + "scripts/gpu-cgroup-bootstrap.sh"
+    assert {"Key": "team", "Value": "search"} in cluster["Tags"]
+
+
+def test_create_cluster_with_an_invalid_instance_profile(staged, roles, capsys) -> None:
+    code = main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS,
+                 "--instance-profile", "NoSuchProfile"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "invalid instance profile 'NoSuchProfile'" in err and "create-default-roles" in err
+    assert moto_support.emr_clusters() == {}  # nothing was created
+
+
+def test_unknown_profile_is_a_usage_error(capsys) -> None:
+    assert main(["create-cluster", "--profile", "inf2", "--prefix", PREFIX, "--log-uri", LOGS]) == 2
+    assert "unknown cluster profile 'inf2'" in capsys.readouterr().err
+
+
+def test_add_step_and_wait_until_completed(staged, roles, capsys) -> None:
+    import boto3
+
+    cluster_id = _create_cluster(capsys)
+    stop = threading.Event()
+    moto_support.finish_steps_when_added(lambda: cluster_id, lambda step: {}, stop=stop)
+    try:
+        code = main(_add_step_args(cluster_id, "--wait", "--", "--backend", "tensorrt"))
+    finally:
+        stop.set()
+    out = capsys.readouterr().out
+    assert code == 0
+    step_id = out.strip().splitlines()[-1]
+    assert f"step {step_id} COMPLETED; logs: {LOGS}{cluster_id}/steps/{step_id}/" in out
+    assert "RUNNING" in out  # progress was printed while it ran
+    step = boto3.client("emr").describe_step(ClusterId=cluster_id, StepId=step_id)["Step"]
+    args = step["Config"]["Args"]
+    assert step["Config"]["Jar"] == "command-runner.jar" and args[0] == "spark-submit"
+    assert args[-4:] == ["--run-date", "2026-11-01", "--backend", "tensorrt"]
+
+
+def test_failed_step_prints_reason_log_path_and_stderr_tail(staged, roles, s3, capsys) -> None:
+    cluster_id = _create_cluster(capsys)
+
+    def fail(step) -> dict:
+        key = f"logs/{cluster_id}/steps/{step.id}/stderr.gz"
+        s3.put_object(Bucket="deploy", Key=key,
+                      Body=gzip.compress(b"starting\nValueError: column left_title missing\n"))
+        return {"state": "FAILED", "reason": "Unknown Error.", "message": "spark-submit exited 2",
+                "log_file": f"s3://deploy/{key}"}
+
+    stop = threading.Event()
+    moto_support.finish_steps_when_added(lambda: cluster_id, fail, stop=stop)
+    try:
+        code = main(_add_step_args(cluster_id, "--wait"))
+    finally:
+        stop.set()
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "ended FAILED" in err and "reason: Unknown Error." in err
+    assert "message: spark-submit exited 2" in err
+    assert f"step logs: {LOGS}{cluster_id}/steps/" in err
+    assert "ValueError: column left_title missing" in err
+    assert "Traceback" not in err
+
+
+def test_add_step_to_an_unknown_cluster(staged, capsys) -> None:
+    assert main(_add_step_args("j-NOSUCHCLUSTER")) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown cluster id 'j-NOSUCHCLUSTER'") and "Traceback" not in err
+
+
+def test_add_step_to_a_terminated_cluster(staged, roles, capsys) -> None:
+    cluster_id = _create_cluster(capsys)
+    assert main(["terminate", "--cluster-id", cluster_id]) == 0
+    assert moto_support.cluster_state(cluster_id) == "TERMINATED"
+    assert main(_add_step_args(cluster_id)) == 1
+    assert f"cluster {cluster_id} is TERMINATED" in capsys.readouterr().err
+
+
+def test_add_step_before_staging_says_so(aws, s3, roles, capsys) -> None:
+    s3.create_bucket(Bucket="deploy")
+    cluster_id = _create_cluster(capsys)
+    assert main(_add_step_args(cluster_id)) == 1
+    assert "jobs/duplicates.py does not exist; stage it first" in capsys.readouterr().err
+
+
+def test_dry_run_prints_requests_and_sends_nothing(aws, capsys, monkeypatch) -> None:
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(key)  # a dry run needs no credentials
+    aws.recorder.clear()
+    assert main(["create-cluster", "--profile", "p4d", "--prefix", PREFIX, "--log-uri", LOGS,
+                 "--dry-run"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    operations = [(x["service"], x["operation"]) for x in lines]
+    assert operations == [("iam", "GetInstanceProfile"), ("iam", "GetRole"), ("emr", "RunJobFlow")]
+    run = lines[-1]["params"]
+    assert run["Instances"]["InstanceGroups"][1]["InstanceType"] == "p4d.24xlarge"
+    assert aws.recorder.requests == []
+
+
+def test_dry_run_add_step_prints_the_spark_submit(aws, capsys) -> None:
+    assert main(_add_step_args("j-ANY", "--dry-run")) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    add = [x for x in lines if x["operation"] == "AddJobFlowSteps"][0]
+    assert add["params"]["Steps"][0]["HadoopJarStep"]["Args"][0] == "spark-submit"
+    assert moto_support.emr_clusters() == {}
+
+
+# --- EMR on EKS ----------------------------------------------------------------------------------
+
+def _virtual_cluster() -> str:
+    import boto3
+
+    return boto3.client("emr-containers").create_virtual_cluster(
+        name="inf2", containerProvider={"id": "scoring-eks", "type": "EKS",
+                                        "info": {"eksInfo": {"namespace": "spark"}}})["id"]
+
+
+def _eks_args(vc: str, *extra: str) -> list[str]:
+    return ["eks-submit", "--virtual-cluster-id", vc, "--execution-role-arn",
+            "arn:aws:iam::123456789012:role/emr-eks-job", "--image", "123456789012.dkr.ecr.us-east-1.amazonaws.com/accel-neuron:1",
+            "--prefix", PREFIX, "--log-uri", "s3://deploy/eks-logs/", "--job", "query_intent",
+            "--input", "s3://data/queries/", "--output", "s3://data/intents/",
+            "--model", PREFIX + "models/minilm-dup/1.0/", "--run-date", "2026-11-01", "--poll", "0.05",
+            *extra]
+
+
+def _finish_job_runs(outcome) -> threading.Event:
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.is_set():
+            for run_id, job in moto_support.job_runs().items():
+                if job.state == "RUNNING":
+                    moto_support.finish_job_run(run_id, **outcome)
+            stop.wait(0.05)
+
+    threading.Thread(target=run, daemon=True).start()
+    return stop
+
+
+def test_eks_submit_requests_neuroncores_and_waits(staged, capsys) -> None:
+    vc = _virtual_cluster()
+    stop = _finish_job_runs({})
+    try:
+        code = main(_eks_args(vc, "--wait", "--", "--backend", "neuronx", "--top-k", "3"))
+    finally:
+        stop.set()
+    out = capsys.readouterr().out
+    assert code == 0, out
+    run_id = out.strip().splitlines()[-1]
+    assert f"job run {run_id} COMPLETED" in out
+    job = moto_support.job_runs()[run_id]
+    props = job.configuration_overrides["applicationConfiguration"][0]["properties"]
+    assert props["spark.executor.resource.neuroncore.vendor"] == "aws.amazon.com"
+    assert job.job_driver["sparkSubmitJobDriver"]["entryPointArguments"][-4:] == \
+        ["--backend", "neuronx", "--top-k", "3"]
+
+
+def test_eks_failed_job_run_prints_reason_and_logs(staged, capsys) -> None:
+    vc = _virtual_cluster()
+    stop = _finish_job_runs({"state": "FAILED", "reason": "USER_ERROR",
+                             "details": "Neuron runtime: no NeuronCore available"})
+    try:
+        code = main(_eks_args(vc, "--wait"))
+    finally:
+        stop.set()
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "ended FAILED" in err and "reason: USER_ERROR" in err
+    assert "no NeuronCore available" in err and f"s3://deploy/eks-logs/{vc}/jobs/" in err
+
+
+def test_eks_submit_to_an_unknown_virtual_cluster(staged, capsys) -> None:
+    assert main(_eks_args("vcnosuchcluster000000000")) == 1
+    err = capsys.readouterr().err
+    assert "cannot start the job run" in err and "vcnosuchcluster000000000" in err
+
+
+# --- the module entry point in a subprocess ------------------------------------------------------
+
+def test_module_entry_point_uses_aws_endpoint_url(aws) -> None:
+    env = {**os.environ, **moto_support.aws_env(aws.url), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "emr", "terminate", "--cluster-id", "j-UNKNOWN"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: unknown cluster id 'j-UNKNOWN'")
+    assert "Traceback" not in done.stderr
+    assert aws.recorder.count("POST", "/") >= 1  # it reached the emulator, not AWS
+
+
+def test_unreachable_endpoint_is_a_clear_error(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    code = main(["terminate", "--cluster-id", "j-1", "--endpoint-url", "http://127.0.0.1:9",
+                 "--region", "us-east-1"])
+    err = capsys.readouterr().err
+    assert code == 1 and "cannot reach the AWS endpoint" in err

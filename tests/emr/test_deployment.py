@@ -1,0 +1,51 @@
+"""emr.deployment: the Airflow Variable's settings become the same requests as the CLI's."""
+
+from __future__ import annotations
+
+import pytest
+
+from emr.deployment import cluster_request, eks_job_runs, merged, scoring_steps
+from emr.errors import EmrError
+
+JOBS = {
+    "duplicates": {"input": "s3://d/p/", "output": "s3://d/o/", "model": "s3://m/dup/", "args": ["--backend", "onnx"]},
+    "query_intent": {"input": "s3://d/q/", "output": "s3://d/i/", "model": "s3://m/int/"},
+}
+SETTINGS = {"prefix": "s3://deploy/v1/", "log_uri": "s3://logs/", "jobs": JOBS}
+
+
+def test_params_override_the_variable_only_when_set() -> None:
+    out = merged({"profile": "g5", "core_count": 2}, {"profile": "p4d", "core_count": None})
+    assert out == {"profile": "p4d", "core_count": 2}
+
+
+def test_cluster_request_uses_profile_and_count() -> None:
+    request = cluster_request({**SETTINGS, "profile": "g6e", "core_count": 4}, dag_run="scheduled__2026")
+    core = request["Instances"]["InstanceGroups"][1]
+    assert (core["InstanceType"], core["InstanceCount"]) == ("g6e.2xlarge", 4)
+    assert request["Instances"]["KeepJobFlowAliveWhenNoSteps"] is True
+    assert {"Key": "accel-scoring:dag-run", "Value": "scheduled__2026"} in request["Tags"]
+
+
+def test_steps_for_both_jobs_in_order_with_the_run_date() -> None:
+    steps = scoring_steps(SETTINGS, "2026-11-01")
+    assert [s["Name"] for s in steps] == ["score-duplicates-2026-11-01", "score-query_intent-2026-11-01"]
+    args = steps[0]["HadoopJarStep"]["Args"]
+    assert args[-4:] == ["--run-date", "2026-11-01", "--backend", "onnx"]
+
+
+def test_missing_settings_are_named() -> None:
+    with pytest.raises(EmrError, match="lacks log_uri"):
+        cluster_request({"prefix": "s3://deploy/v1/"})
+    with pytest.raises(EmrError, match="lacks model"):
+        scoring_steps({**SETTINGS, "jobs": {**JOBS, "duplicates": {"input": "a", "output": "b"}}}, "2026-11-01")
+    with pytest.raises(EmrError, match="lacks eks"):
+        eks_job_runs(SETTINGS, "2026-11-01")
+
+
+def test_eks_job_runs_per_job() -> None:
+    eks = {"virtual_cluster_id": "vc", "execution_role_arn": "arn:aws:iam::1:role/r", "image": "img:1"}
+    runs = eks_job_runs({**SETTINGS, "eks": eks}, "2026-11-01")
+    assert list(runs) == ["duplicates", "query_intent"]
+    assert runs["query_intent"]["jobDriver"]["sparkSubmitJobDriver"]["entryPoint"] == \
+        "s3://deploy/v1/jobs/query_intent.py"

@@ -1,0 +1,118 @@
+"""Request builders (no AWS): shapes validated by botocore, GPU/Neuron settings as documented."""
+
+from __future__ import annotations
+
+import pytest
+
+from emr import layout as L
+from emr.cluster import ClusterSettings, build_run_job_flow_request
+from emr.eks import EksSettings, build_start_job_run_request
+from emr.errors import EmrError
+from emr.profiles import PROFILES, get_profile
+from emr.steps import JobRequest, build_step, spark_submit_args
+
+LAYOUT = L.Layout.at("s3://deploy/accel/v1")
+JOB = JobRequest("duplicates", "s3://data/pairs/", "s3://data/scores/", "s3://deploy/accel/v1/models/m/1/",
+                 "2026-11-01", ("--backend", "tensorrt"))
+
+
+def _validate(service: str, operation: str, params: dict) -> None:
+    import botocore.session
+    from botocore.validate import validate_parameters
+
+    model = botocore.session.get_session().get_service_model(service)
+    validate_parameters(params, model.operation_model(operation).input_shape)  # raises if invalid
+
+
+def _conf_of(request: dict, classification: str) -> dict:
+    return [c for c in request["Configurations"] if c["Classification"] == classification][0]["Properties"]
+
+
+@pytest.mark.parametrize("name", list(PROFILES))
+def test_every_profile_builds_a_valid_gpu_cluster_request(name: str) -> None:
+    profile = get_profile(name)
+    request = build_run_job_flow_request(profile, LAYOUT, ClusterSettings("c", "s3://logs/emr/"))
+    _validate("emr", "RunJobFlow", request)
+    core = request["Instances"]["InstanceGroups"][1]
+    assert core["InstanceRole"] == "CORE" and core["InstanceType"] == profile.instance_type
+    yarn = _conf_of(request, "yarn-site")
+    assert yarn["yarn.nodemanager.resource-plugins"] == "yarn.io/gpu"
+    assert yarn["yarn.nodemanager.linux-container-executor.cgroups.mount-path"] == "/spark-rapids-cgroup"
+    spark = _conf_of(request, "spark-defaults")
+    assert spark["spark.executor.resource.gpu.amount"] == "1"
+    assert spark["spark.executor.resource.gpu.discoveryScript"].endswith("getGpusResources.sh")
+    amount = float(spark["spark.task.resource.gpu.amount"])
+    assert amount <= 0.5 or amount.is_integer()  # what Spark 3.5 accepts
+    assert int(spark["spark.task.cpus"]) * round(1 / amount) <= int(spark["spark.executor.cores"])
+    executor_sub = [c for c in request["Configurations"] if c["Classification"] == "container-executor"][0]
+    assert {c["Classification"] for c in executor_sub["Configurations"]} == {"gpu", "cgroups"}
+    assert request["BootstrapActions"][0]["ScriptBootstrapAction"]["Path"] == \
+        "s3://deploy/accel/v1/scripts/gpu-cgroup-bootstrap.sh"
+
+
+def test_requests_are_new_dicts_each_time() -> None:
+    profile = get_profile("g5")
+    first = build_run_job_flow_request(profile, LAYOUT, ClusterSettings("c", "s3://logs/"))
+    _conf_of(first, "spark-defaults")["spark.executor.cores"] = "99"
+    second = build_run_job_flow_request(profile, LAYOUT, ClusterSettings("c", "s3://logs/"))
+    assert _conf_of(second, "spark-defaults")["spark.executor.cores"] == "4"
+
+
+def test_bootstrap_python_env_installs_wheel_and_points_spark_at_it() -> None:
+    request = build_run_job_flow_request(
+        get_profile("p4d"), LAYOUT, ClusterSettings("c", "s3://logs/", python_env="bootstrap"))
+    _validate("emr", "RunJobFlow", request)
+    action = request["BootstrapActions"][1]["ScriptBootstrapAction"]
+    assert action["Path"].endswith("/scripts/install-python-env.sh")
+    assert action["Args"][0] == "s3://deploy/accel/v1/package/"
+    assert _conf_of(request, "spark-defaults")["spark.pyspark.python"] == "/opt/accel-scoring/venv/bin/python"
+
+
+def test_unknown_profile_lists_the_known_ones() -> None:
+    with pytest.raises(EmrError, match="unknown cluster profile 'inf2'.*g5"):
+        get_profile("inf2")
+
+
+def test_step_runs_spark_submit_with_archive_and_job_flags() -> None:
+    step = build_step(LAYOUT, JOB)
+    _validate("emr", "AddJobFlowSteps", {"JobFlowId": "j-1", "Steps": [step]})
+    args = step["HadoopJarStep"]["Args"]
+    assert step["HadoopJarStep"]["Jar"] == "command-runner.jar"
+    assert args[:5] == ["spark-submit", "--deploy-mode", "cluster", "--master", "yarn"]
+    assert "spark.archives=s3://deploy/accel/v1/env/accel-scoring-env.tar.gz#environment" in args
+    assert "spark.executorEnv.PYSPARK_PYTHON=./environment/bin/python" in args
+    assert "spark.yarn.appMasterEnv.PYSPARK_PYTHON=./environment/bin/python" in args
+    assert args[args.index("--py-files") + 1] == "s3://deploy/accel/v1/package/accel_scoring.zip"
+    entry = args.index("s3://deploy/accel/v1/jobs/duplicates.py")
+    assert args[entry + 1:] == ["--input", "s3://data/pairs/", "--output", "s3://data/scores/",
+                                "--model", "s3://deploy/accel/v1/models/m/1/", "--run-date", "2026-11-01",
+                                "--backend", "tensorrt"]
+
+
+def test_bootstrap_step_ships_no_archive() -> None:
+    args = spark_submit_args(LAYOUT, JOB, python_env="bootstrap")
+    assert not any(a.startswith("spark.archives") for a in args)
+
+
+@pytest.mark.parametrize("bad", ["2026-13", "yesterday", "2026/11/01"])
+def test_run_date_must_be_iso(bad: str) -> None:
+    with pytest.raises(EmrError, match="--run-date must be YYYY-MM-DD"):
+        JobRequest("duplicates", "i", "o", "m", bad)
+
+
+def test_eks_request_asks_for_one_neuroncore_per_executor() -> None:
+    settings = EksSettings("vc123", "arn:aws:iam::123456789012:role/emr-eks-job", "acct.dkr.ecr/neuron:1",
+                           log_uri="s3://logs/eks/")
+    request = build_start_job_run_request(LAYOUT, JOB, settings, client_token="t-1")
+    _validate("emr-containers", "StartJobRun", request)
+    conf = request["configurationOverrides"]["applicationConfiguration"][0]["properties"]
+    assert conf["spark.executor.resource.neuroncore.amount"] == "1"
+    assert conf["spark.executor.resource.neuroncore.vendor"] == "aws.amazon.com"
+    assert conf["spark.task.resource.neuroncore.amount"] == "1"
+    assert conf["spark.executor.resource.neuroncore.discoveryScript"].endswith("getNeuronCoreResources.sh")
+    assert conf["spark.kubernetes.executor.podTemplateFile"] == \
+        "s3://deploy/accel/v1/eks/executor-pod-template.yaml"
+    driver = request["jobDriver"]["sparkSubmitJobDriver"]
+    assert driver["entryPoint"] == "s3://deploy/accel/v1/jobs/duplicates.py"
+    assert driver["entryPointArguments"][-2:] == ["--backend", "tensorrt"]
+    assert request["clientToken"] == "t-1"

@@ -1,0 +1,155 @@
+"""engines.store.localize against a local moto S3: cache, checksums, locking, errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from engines.store import ArtifactStoreError, localize
+from tests import moto_support
+
+BUCKET = "models"
+PREFIX = "minilm-dup/1.0/"
+FILES = {
+    "model.onnx": b"\x08\x07onnx-bytes" * 1000,
+    "tokenizer/tokenizer.json": b'{"version": "1.0", "model": {}}',
+}
+
+
+def _manifest(files: dict[str, bytes], **overrides) -> bytes:
+    manifest = {
+        "format_version": 1, "name": "minilm-dup", "version": "1.0", "task": "pair-classification",
+        "backend": "onnx",
+        "files": {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()},
+    }
+    manifest.update(overrides)
+    return json.dumps(manifest, sort_keys=True).encode()
+
+
+def _publish(s3, files=FILES, manifest: bytes | None = None, bucket=BUCKET, prefix=PREFIX) -> str:
+    s3.create_bucket(Bucket=bucket)
+    for rel, data in files.items():
+        s3.put_object(Bucket=bucket, Key=prefix + rel, Body=data)
+    s3.put_object(Bucket=bucket, Key=prefix + "manifest.json", Body=manifest or _manifest(files))
+    return f"s3://{bucket}/{prefix}"
+
+
+def test_local_paths_are_returned_unchanged(tmp_path: Path) -> None:
+    artifact = tmp_path / "artifact"
+    artifact.mkdir()
+    assert localize(str(artifact)) == artifact
+    assert localize(artifact) == artifact
+    assert localize(f"file://{artifact}") == artifact
+    assert list(tmp_path.iterdir()) == [artifact]  # nothing copied anywhere near it
+
+
+def test_unknown_scheme_is_rejected() -> None:
+    with pytest.raises(ArtifactStoreError, match="unsupported artifact URI scheme 'gs'"):
+        localize("gs://bucket/model/")
+
+
+def test_s3_artifact_is_downloaded_verified_and_keyed_by_manifest(s3, aws, tmp_path: Path) -> None:
+    uri = _publish(s3)
+    path = localize(uri, tmp_path)
+    manifest = _manifest(FILES)
+    assert path == tmp_path / hashlib.sha256(manifest).hexdigest()
+    assert (path / "manifest.json").read_bytes() == manifest
+    for rel, data in FILES.items():
+        assert (path / rel).read_bytes() == data
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [path.name]  # no temp dirs left
+
+
+def test_second_call_reuses_the_cache(s3, aws, tmp_path: Path) -> None:
+    uri = _publish(s3)
+    first = localize(uri, tmp_path)
+    second = localize(uri.rstrip("/"), tmp_path)  # with or without the trailing slash
+    assert first == second
+    assert aws.recorder.count("GET", PREFIX + "model.onnx") == 1
+    assert aws.recorder.count("GET", PREFIX + "manifest.json") == 2
+
+
+def test_new_manifest_under_same_prefix_gives_new_entry(s3, aws, tmp_path: Path) -> None:
+    uri = _publish(s3)
+    old = localize(uri, tmp_path)
+    changed = {**FILES, "model.onnx": b"retrained"}
+    _publish(s3, changed)
+    new = localize(uri, tmp_path)
+    assert new != old and (new / "model.onnx").read_bytes() == b"retrained"
+
+
+def test_cache_dir_defaults_to_environment(s3, aws, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ACCEL_SCORING_CACHE", str(tmp_path / "from-env"))
+    path = localize(_publish(s3))
+    assert path.parent == tmp_path / "from-env"
+
+
+def test_concurrent_processes_download_once(s3, aws, tmp_path: Path) -> None:
+    uri = _publish(s3)
+    # Every GET of the model takes 0.5 s, so without the lock all workers would be downloading
+    # at the same time and the count below would be the number of workers.
+    aws.recorder.delays[PREFIX + "model.onnx"] = 0.5
+    ctx = multiprocessing.get_context("spawn")
+    workers = 4
+    barrier, results = ctx.Barrier(workers), ctx.Queue()
+    from tests.emr.store_worker import localize_after_barrier
+
+    procs = [ctx.Process(target=localize_after_barrier, args=(uri, str(tmp_path), barrier, results))
+             for _ in range(workers)]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    assert [status for status, _ in outcomes] == ["ok"] * workers, outcomes
+    assert len({path for _, path in outcomes}) == 1
+    assert aws.recorder.count("GET", PREFIX + "model.onnx") == 1
+    assert aws.recorder.count("GET", PREFIX + "tokenizer/tokenizer.json") == 1
+    assert aws.recorder.count("GET", PREFIX + "manifest.json") == workers
+
+
+def test_sha_mismatch_names_the_file_and_caches_nothing(s3, aws, tmp_path: Path) -> None:
+    manifest = _manifest({**FILES, "tokenizer/tokenizer.json": b"something else"})
+    uri = _publish(s3, manifest=manifest)
+    with pytest.raises(ArtifactStoreError, match=r"sha256 mismatch for 'tokenizer/tokenizer.json'"):
+        localize(uri, tmp_path)
+    assert [p for p in tmp_path.iterdir() if p.is_dir()] == []  # temp dir removed, no entry
+
+
+def test_leftover_temp_dir_of_a_dead_process_is_removed(s3, aws, tmp_path: Path) -> None:
+    uri = _publish(s3)
+    key = hashlib.sha256(_manifest(FILES)).hexdigest()
+    leftover = tmp_path / f".{key}.tmp-crashed"
+    (leftover / "tokenizer").mkdir(parents=True)
+    path = localize(uri, tmp_path)
+    assert not leftover.exists() and path.is_dir()
+
+
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda s3: s3.create_bucket(Bucket=BUCKET), r"has no manifest\.json"),
+        (lambda s3: _publish(s3, manifest=_manifest({**FILES, "extra.bin": b"x"})),
+         r"is missing 'minilm-dup/1\.0/extra\.bin'"),
+        (lambda s3: _publish(s3, manifest=b"{not json"), r"not valid JSON"),
+        (lambda s3: _publish(s3, manifest=json.dumps({"files": {"../evil": "0" * 64}}).encode()),
+         r"unsafe file path '\.\./evil'"),
+        (lambda s3: None, r"bucket 'models' does not exist"),
+    ],
+    ids=["no-manifest", "missing-file", "bad-json", "unsafe-path", "no-bucket"],
+)
+def test_unreadable_artifacts_raise_clear_errors(s3, aws, tmp_path, setup, message) -> None:
+    setup(s3)
+    with pytest.raises(ArtifactStoreError, match=message):
+        localize(f"s3://{BUCKET}/{PREFIX}", tmp_path)
+
+
+def test_bucket_of_another_account_is_access_denied(aws, tmp_path, monkeypatch) -> None:
+    foreign = moto_support.foreign_s3_client(aws.url)
+    _publish(foreign, bucket="their-models")
+    monkeypatch.setenv("MOTO_S3_ALLOW_CROSSACCOUNT_ACCESS", "false")  # read by the in-process server
+    with pytest.raises(ArtifactStoreError, match="access denied reading s3://their-models/.*another account"):
+        localize(f"s3://their-models/{PREFIX}", tmp_path)

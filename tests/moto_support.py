@@ -1,0 +1,202 @@
+"""A local moto server for tests, plus the state changes the emulator does not make itself.
+
+moto answers S3, EMR, EMR on EKS and IAM requests on 127.0.0.1, and botocore validates every
+request's shape on the way. What moto does not emulate, the tests do here, by changing the
+in-process emulator's state: a step or job run finishing (moto leaves them RUNNING / PENDING),
+the failure details EMR reports for a failed step, and a delay on chosen GETs (to make
+concurrent downloads overlap).
+
+What this proves: the requests our code sends and how it reacts to the answers. What it does
+not: that real EMR accepts our configurations or that a cluster actually starts.
+
+Imports neither pytest nor airflow, so both test suites can use it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+ACCOUNT = "123456789012"  # moto's default account for the "testing" credentials
+OTHER_ACCOUNT = "210987654321"
+REGION = "us-east-1"
+
+
+@dataclass
+class Recorder:
+    """WSGI middleware recording (method, path) of every request and delaying chosen ones."""
+
+    app: Any
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    delays: dict[str, float] = field(default_factory=dict)  # path suffix -> seconds (GET only)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        method, path = environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", "")
+        with self.lock:
+            self.requests.append((method, path))
+        if method == "GET":
+            for suffix, seconds in self.delays.items():
+                if path.endswith(suffix):
+                    time.sleep(seconds)
+        return self.app(environ, start_response)
+
+    def count(self, method: str, path_suffix: str) -> int:
+        with self.lock:
+            return sum(1 for m, p in self.requests if m == method and p.endswith(path_suffix))
+
+    def clear(self) -> None:
+        with self.lock:
+            self.requests.clear()
+        self.delays.clear()
+
+
+class MotoServer:
+    """``ThreadedMotoServer`` on 127.0.0.1 with a free port and a request recorder."""
+
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self.recorder: Recorder | None = None
+        self.url = ""
+
+    def start(self) -> "MotoServer":
+        import logging
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.url = f"http://{host}:{port}"
+        wsgi = self._server._server  # werkzeug server; requests read .app on each call
+        self.recorder = Recorder(wsgi.app)
+        wsgi.app = self.recorder
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def reset(self) -> None:
+        import urllib.request
+
+        urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")).read()
+        if self.recorder:
+            self.recorder.clear()
+
+
+def aws_env(url: str) -> dict[str, str]:
+    """Environment for boto3 (and the CLI in a subprocess) to talk to the moto server only."""
+    return {
+        "AWS_ENDPOINT_URL": url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+
+
+def foreign_s3_client(url: str) -> Any:
+    """An S3 client acting as another AWS account (moto reads the x-moto-account-id header)."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=url, region_name=REGION,
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+
+    def add_header(request: Any, **_: Any) -> None:
+        request.headers["x-moto-account-id"] = OTHER_ACCOUNT
+
+    client.meta.events.register("before-sign.s3.*", add_header)
+    return client
+
+
+# --- EMR on EC2 ---------------------------------------------------------------------------------
+
+def _emr_backend() -> Any:
+    from moto.emr.models import emr_backends
+
+    return emr_backends[ACCOUNT][REGION]
+
+
+def emr_step(cluster_id: str, step_id: str) -> Any:
+    for step in _emr_backend().clusters[cluster_id].steps:
+        if step.id == step_id:
+            return step
+    raise KeyError(step_id)
+
+
+def finish_step(cluster_id: str, step_id: str, state: str = "COMPLETED", *, reason: str | None = None,
+                message: str | None = None, log_file: str | None = None) -> None:
+    """End a step as EMR would. moto serialises ``Status`` ahead of its own ``status``."""
+    step = emr_step(cluster_id, step_id)
+    now = datetime.now(timezone.utc)
+    status: dict[str, Any] = {
+        "State": state,
+        "StateChangeReason": {"Message": message or ""},
+        "Timeline": {"CreationDateTime": step.creation_date_time, "StartDateTime": now, "EndDateTime": now},
+    }
+    if state == "FAILED":
+        status["FailureDetails"] = {"Reason": reason, "Message": message, "LogFile": log_file}
+    step.state = state
+    step.end_date_time = now
+    step.Status = status
+
+
+def set_cluster_state(cluster_id: str, state: str) -> None:
+    _emr_backend().clusters[cluster_id].state = state
+
+
+def cluster_state(cluster_id: str) -> str:
+    return _emr_backend().clusters[cluster_id].state
+
+
+def emr_clusters() -> dict[str, Any]:
+    return dict(_emr_backend().clusters)
+
+
+def finish_steps_when_added(cluster_pick: Callable[[], str | None], outcome: Callable[[Any], dict[str, Any]],
+                            *, stop: threading.Event, poll_s: float = 0.05) -> threading.Thread:
+    """Background thread: end each new step of the cluster with ``outcome(step)`` kwargs."""
+
+    def run() -> None:
+        done: set[str] = set()
+        while not stop.is_set():
+            cluster_id = cluster_pick()
+            if cluster_id and cluster_id in _emr_backend().clusters:
+                for step in list(_emr_backend().clusters[cluster_id].steps):
+                    if step.id not in done:
+                        time.sleep(poll_s)  # let the caller see RUNNING first
+                        finish_step(cluster_id, step.id, **outcome(step))
+                        done.add(step.id)
+            time.sleep(poll_s)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+# --- EMR on EKS ---------------------------------------------------------------------------------
+
+def _containers_backend() -> Any:
+    from moto.emrcontainers.models import emrcontainers_backends
+
+    return emrcontainers_backends[ACCOUNT][REGION]
+
+
+def job_runs() -> dict[str, Any]:
+    return dict(_containers_backend().job_runs)
+
+
+def finish_job_run(job_run_id: str, state: str = "COMPLETED", *, reason: str | None = None,
+                   details: str | None = None) -> None:
+    run = _containers_backend().job_runs[job_run_id]
+    run.state = state
+    run.failure_reason = reason
+    run.state_details = details
+    run.finished_at = datetime.now(timezone.utc)
