@@ -30,6 +30,17 @@ LOCALHOST = "127.0.0.1"
 FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM it when the test process dies, however that happens
+    (prctl PR_SET_PDEATHSIG), so a killed pytest leaves no master, worker or driver behind."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def _spark_env(root: Path, **extra: str) -> dict[str, str]:
     conf_dir = root / "conf"  # empty: no spark-defaults.conf or spark-env.sh from the machine
     conf_dir.mkdir(parents=True, exist_ok=True)
@@ -112,7 +123,7 @@ class StandaloneCluster:
         with open(log, "wb") as out:
             proc = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env, cwd=self.root,
                                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=_die_with_parent)
         self._procs.append((name, proc, log))
         return log
 
@@ -194,7 +205,7 @@ def submit(job: str | Path, args: list, *, master: str, conf: dict | None = None
     t0 = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(cmd, env=full_env, cwd=log_dir, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_die_with_parent)
         try:
             if on_start is not None:
                 on_start(proc)
@@ -243,14 +254,14 @@ def kill_tree(roots: list[int], grace: float = 10.0, first: int = signal.SIGTERM
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        while time.monotonic() < deadline and any(alive(p) for p in pids):
             time.sleep(0.1)
-        pids = [p for p in pids if _alive(p)]
+        pids = [p for p in pids if alive(p)]
         if not pids:
             return
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from tests.jobhelpers import pairs_frame, read_partition
-from tests.standalone import StandaloneCluster, descendants, listening_addresses
+from tests.standalone import StandaloneCluster, alive, descendants, listening_addresses
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900),
               pytest.mark.skipif(shutil.which("java") is None, reason="needs a Java runtime for Spark")]
@@ -34,7 +34,8 @@ def cluster(tmp_path_factory):
     with StandaloneCluster(tmp_path_factory.mktemp("cluster"), resources={"gpu": ADDRESSES, "neuroncore": ADDRESSES},
                            cores=1, memory="1g") as c:
         yield c
-    assert not [p for p in c.pids()], "cluster processes outlived stop()"
+        started = c.pids()
+    assert not [p for p in started if alive(p)], "cluster processes outlived stop()"
 
 
 @pytest.fixture(scope="module")
