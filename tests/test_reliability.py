@@ -213,3 +213,15 @@ def test_interrupted_run_leaves_the_previous_output_and_a_rerun_replaces_it(spar
     rc, _, err = run_job(main, capsys, input=v2, output=tmp_path / "fresh", model=model, run_date=day)
     fresh = read_partition(tmp_path / "fresh", day).set_index("pair_id").sort_index()
     pd.testing.assert_frame_equal(rerun.set_index("pair_id").sort_index(), fresh)
+
+
+def test_a_failed_run_exits_1_names_the_python_error_and_writes_nothing_visible(spark, model, tmp_path, capsys):
+    """Local mode never retries a task, so an injected exception fails the run: exit 1, the
+    message is the worker's Python error (not a Java stack frame), no partition appears."""
+    path = tmp_path / "in.parquet"
+    pairs_frame(50).to_parquet(path)
+    with executor_env(spark, **{faults.ENV: "raise_once:0"}):
+        rc, summary, err = run_job(main, capsys, input=path, output=tmp_path / "out", model=model, run_date="2026-09-02")
+    assert rc == 1 and summary is None
+    assert "error: scoring failed: RuntimeError: injected fault (ACCEL_SCORING_FAULT=raise_once:0)" in err
+    assert not list((tmp_path / "out").glob("run_date=*"))
