@@ -9,6 +9,8 @@ DEMO_ROWS ?= 10000
 
 .PHONY: venv demo test bench clean
 
+include emr/package.mk emr/airflow.mk
+
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -21,8 +23,12 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m bench.demo --rows $(DEMO_ROWS)
 
-test: $(STAMP)
-	$(PY) -m pytest
+# The Airflow DAG tests run in their own venv (emr/airflow.mk): Airflow's pins clash with Spark's.
+test: $(STAMP) $(AIRFLOW_STAMP)
+	$(PY) -m pytest --ignore=tests/airflow
+	$(MAKE) --no-print-directory test-airflow
+
+package: $(STAMP)
 
 clean:
 	rm -rf out artifacts data spark-warehouse

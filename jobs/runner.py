@@ -5,6 +5,7 @@ more invalid/failed rows than --max-invalid-fraction (everything is still writte
 """
 from __future__ import annotations
 
+import json
 import re
 import sys
 import time
@@ -15,6 +16,7 @@ from engines.registry import resolve_backend
 from jobs import io
 from jobs.cli import JobConfig
 from jobs.progress import Progress
+from udfs.device import bind_device
 from udfs.runtime import ScorerSpec, localize
 from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
 from udfs.validate import REASON_CODES
@@ -29,6 +31,10 @@ def plan(cfg: JobConfig, workload) -> tuple[ScorerSpec, object]:
         raise io.InputError(f"--model {cfg.model}: {e}") from None
     if manifest.task not in workload.tasks:
         raise io.InputError(f"--model {cfg.model} is a {manifest.task} artifact; this job needs one of {workload.tasks}")
+    try:
+        bind_device(backend, cfg.device, {})  # a --device that cannot fit the backend fails here, not in tasks
+    except ValueError as e:
+        raise io.InputError(str(e)) from None
     max_seq_len = min(cfg.max_seq_len or manifest.max_seq_len, manifest.max_seq_len)
     spec = ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=cfg.batch_tokens,
                       max_seq_len=max_seq_len, device=cfg.device)
@@ -56,9 +62,6 @@ def _observed_metrics(F, workload):
 
 
 def run(cfg: JobConfig, workload, app_name: str) -> int:
-    import json
-
-    from pyspark.errors import AnalysisException
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -75,8 +78,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         rows_in = raw.count()
     except io.InputError as e:
         return _fail(2, str(e))
-    except AnalysisException as e:
-        return _fail(2, f"cannot read --input {cfg.input}: {io._first_line(e)}")
+    except Exception as e:  # noqa: BLE001 - corrupt or unreadable files surface only when Spark reads them
+        return _fail(2, f"cannot read --input {cfg.input}: {io.first_line(e)}")
     if cfg.num_partitions:
         df = df.repartition(cfg.num_partitions)
     scored = df.mapInPandas(Scorer(spec, workload), output_ddl(workload))
@@ -98,7 +101,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     m = observation.get
     summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds)
     io.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
-    print(io.dumps(summary), flush=True)
+    print(json.dumps(summary, sort_keys=True), flush=True)
     if summary["rows_out"] != rows_in:
         return _fail(1, f"row count mismatch: {rows_in} in, {summary['rows_out']} written")
     if summary["bad_fraction"] > cfg.max_invalid_fraction:
@@ -109,8 +112,6 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
 
 
 def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -> dict:
-    import json
-
     tasks = sorted((json.loads(t) for t in (m.get("tasks") or "").splitlines()), key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
     rows_out = int(m.get("rows_out") or 0)
     real, padded = int(m.get("real_tokens") or 0), int(m.get("padded_tokens") or 0)
@@ -152,7 +153,7 @@ def _root_cause(e: Exception) -> str:
             lines = [l for l in text.splitlines() if marker in l or "Error:" in l]
             if lines:
                 return lines[-1].strip()[:2000]
-    return io._first_line(e)[:2000]
+    return io.first_line(e)[:2000]
 
 
 def _fail(code: int, message: str) -> int:

@@ -11,8 +11,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# Spark's Python workers run `python3` from PATH unless told otherwise; without an activated
-# venv that is an interpreter with none of our dependencies.
+# Spark's Python workers must run this interpreter (the venv's), also when it is not activated.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
