@@ -97,13 +97,24 @@ class CapacityLimitedEngine:
     def spec(self):
         return self._engine.spec
 
+    @property
+    def pipeline_depth(self) -> int:
+        return getattr(self._engine, "pipeline_depth", 1)
+
     def infer(self, inputs):
+        self._check(inputs)
+        return self._engine.infer(inputs)
+
+    def submit(self, inputs):
+        self._check(inputs)
+        return self._engine.submit(inputs)
+
+    def _check(self, inputs) -> None:
         rows, seq = inputs["input_ids"].shape
         if (self.max_rows is not None and rows > self.max_rows) or (
                 self.max_tokens is not None and rows * seq > self.max_tokens):
             raise MemoryError(f"injected out-of-memory ({ENV}): a [{rows}, {seq}] batch exceeds "
                               f"rows<={self.max_rows}, tokens<={self.max_tokens}")
-        return self._engine.infer(inputs)
 
 
 def _executor_jvm_pid() -> int:
