@@ -71,3 +71,16 @@ def test_capacity_limit_raises_memory_error_that_the_executor_splits_around(monk
     result = run_encoded(limited, enc, token_budget=16 * 20)
     assert all(e is None for e in result.errors) and result.stats.retries > 0
     assert limited._engine.calls and max(shape[0] for shape in limited._engine.calls) <= 3
+
+
+def test_capacity_limit_keeps_a_pipelined_engine_pipelined():
+    from tests.test_engine_pipeline import DeferredEchoEngine
+
+    engine = DeferredEchoEngine(max_seq_len=64)
+    limited = faults.CapacityLimitedEngine(engine, max_rows=2)
+    lengths = [10] * 12
+    enc = Encoded([np.arange(1, n + 1) for n in lengths], [np.zeros(n, dtype=np.int64) for n in lengths], np.zeros(12, bool))
+    result = run_encoded(limited, enc, token_budget=16 * 12)
+    assert limited.pipeline_depth == 2 and engine.max_in_flight == 2
+    assert all(e is None for e in result.errors) and result.stats.retries > 0
+    assert max(shape[0] for shape in engine.calls) <= 2
