@@ -6,6 +6,7 @@ more invalid/failed rows than --max-invalid-fraction (everything is still writte
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 
@@ -133,8 +134,20 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -
     }
 
 
+# The last line of a Python traceback: `ModuleNotFoundError: No module named 'pandas'`.
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(:|$)")
+
+
 def _root_cause(e: Exception) -> str:
     text = str(e)
+    # A worker's failure arrives wrapped in Java exceptions and stack frames; the Python error
+    # is the first unindented `Name: message` line after the last traceback header.
+    lines = text.splitlines()
+    headers = [i for i, line in enumerate(lines) if line.rstrip().endswith("Traceback (most recent call last):")]
+    if headers:
+        for line in lines[headers[-1] + 1:]:
+            if not line[:1].isspace() and _PYTHON_ERROR.match(line.strip()):
+                return line.strip()[:2000]
     for marker in ("ArtifactError", "EngineUnavailableError", "TargetMismatchError", "PythonException"):
         if marker in text:
             lines = [l for l in text.splitlines() if marker in l or "Error:" in l]

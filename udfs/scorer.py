@@ -47,14 +47,15 @@ class Scorer:
         threads = task_cpus()
         runtime, loaded = WORKER_CACHE.get_or_load(
             (spec.digest, spec.backend, str(device)), lambda: load_runtime(spec, device, threads))
+        runtime = faults.limit_capacity(runtime)
         ctx = TaskContext.get()
         worker = json.dumps({
             "host": socket.gethostname(), "pid": os.getpid(), "device": str(device),
             "resources": resources, "partition": ctx.partitionId() if ctx else None,
             "attempt": ctx.attemptNumber() if ctx else None,
+            "loaded": loaded,  # whether this task loaded the engine (once per worker and device)
         }, sort_keys=True)
         for frame in frames:
-            faults.maybe_inject(ctx)
             out, scored = self.workload.score(runtime, frame, spec.batch_tokens)
             metrics = {c: pd.Series([None] * len(out), dtype=object) for c in METRIC_COLUMNS}
             if len(out):
@@ -64,3 +65,4 @@ class Scorer:
                     metrics[col].iloc[0] = value
                 loaded = False
             yield out.assign(**metrics)
+            faults.maybe_inject(ctx)  # test-only; here, a task has handed Spark some output rows
