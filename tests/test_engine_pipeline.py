@@ -5,9 +5,8 @@ import pytest
 
 from engines.base import Device
 from engines.errors import ParityError
-from tests.fakes import RowEchoEngine
+from tests.fakes import RowEchoEngine, random_encoded
 from udfs.execute import run_encoded
-from udfs.tokenize import Encoded
 
 
 class DeferredEchoEngine(RowEchoEngine):
@@ -40,15 +39,9 @@ class DeferredEchoEngine(RowEchoEngine):
         return Handle()
 
 
-def _encoded(lengths, seed=0):
-    rng = np.random.default_rng(seed)
-    ids = [rng.integers(1000, 2000, n) for n in lengths]
-    return Encoded(ids, [np.zeros(n, dtype=np.int64) for n in lengths], np.zeros(len(lengths), bool))
-
-
 def test_pipelined_engine_gives_the_same_outputs_with_two_batches_in_flight():
     lengths = np.random.default_rng(3).integers(2, 60, 200)
-    enc = _encoded(lengths)
+    enc = random_encoded(lengths)
     engine = DeferredEchoEngine(max_seq_len=64)
     result = run_encoded(engine, enc, token_budget=256)
     reference = run_encoded(RowEchoEngine(max_seq_len=64), enc, token_budget=256)
@@ -58,7 +51,7 @@ def test_pipelined_engine_gives_the_same_outputs_with_two_batches_in_flight():
 
 
 def test_failure_seen_at_result_time_is_isolated_to_its_row():
-    enc = _encoded([10] * 16)
+    enc = random_encoded([10] * 16)
     enc.ids[9][0] = poison = 7
     engine = DeferredEchoEngine(fail_on_result_if=lambda ids: (ids == poison).any())
     result = run_encoded(engine, enc, token_budget=16 * 16)
