@@ -126,6 +126,8 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -
         "rows_per_second": round(rows_out / scoring_seconds, 2) if scoring_seconds > 0 else None,
         "engine_seconds": round(float(m.get("engine_seconds") or 0.0), 3),
         "backend": spec.backend, "devices": sorted({t["device"] for t in tasks}),
+        "options": {"batch_tokens": cfg.batch_tokens, "max_seq_len": spec.max_seq_len,
+                    "arrow_batch_rows": cfg.arrow_batch_rows, **cfg.extra},
         "engine_loads": int(m.get("engine_loads") or 0), "batch_retries": int(m.get("batch_retries") or 0),
         "model": manifest.model_id, "model_sha256": manifest.digest, "task": manifest.task,
         "real_tokens": real, "padded_tokens": padded,
