@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 DEMO_ROWS ?= 10000
 
-.PHONY: venv demo test bench ray-venv clean
+.PHONY: venv demo test package bench ray-venv clean
 
 include emr/package.mk emr/airflow.mk
 

@@ -72,12 +72,13 @@ def duplicates_demo(rows: int, work: Path, run_date: str) -> None:
 
     model = ensure_artifact(ROOT / "artifacts" / "minilm-l6-embedding", [
         "--model", str(minilm_dir()), "--task", "embedding", "--backend", "onnx", "--name", "all-minilm-l6-v2",
-        "--version", "1", "--max-seq-len", "256", "--threshold", str(MINILM_THRESHOLD)])
+        "--version", "1", "--max-seq-len", "128", "--threshold", str(MINILM_THRESHOLD)])
     pairs = datasets.product_pairs(rows, seed=7)
     data = work / "pairs.parquet"
     pairs.to_parquet(data)
     summary = spark_submit("duplicates.py", ["--input", str(data), "--output", str(work / "duplicates"),
-                                             "--model", str(model), "--run-date", run_date, "--num-partitions", "2"])
+                                             "--model", str(model), "--run-date", run_date, "--num-partitions", "2",
+                                             "--arrow-batch-rows", "10000"])
     scores = pd.read_parquet(work / "duplicates" / f"run_date={run_date}")
     joined = scores.merge(pairs[["pair_id", "label"]], on="pair_id", validate="one_to_one")
     precision, recall = precision_recall(joined.is_duplicate.fillna(False).astype(bool), joined.label.astype(bool))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from emr.errors import EmrError, explain_client_error
+from engines.artifact import sha256_file
 
 MULTIPART_THRESHOLD = 16 * 1024 * 1024
 PART_SIZE = 16 * 1024 * 1024  # S3 allows 5 MiB .. 5 GiB per part and 10,000 parts
@@ -58,14 +59,6 @@ class UploadResult:
     sha256: str
     size: int
     skipped: bool
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _b64(digest: bytes) -> str:
@@ -116,7 +109,7 @@ def upload(
     from botocore.exceptions import ClientError
 
     size = path.stat().st_size
-    sha = file_sha256(path)
+    sha = sha256_file(path)
     existing = head(client, uri)
     if existing and existing.get("Metadata", {}).get(SHA256_METADATA) == sha and existing.get(
         "ContentLength"

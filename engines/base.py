@@ -14,6 +14,7 @@ from typing import ClassVar, Mapping
 import numpy as np
 
 from engines.artifact import Manifest
+from engines.errors import ParityError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +44,8 @@ class Engine(abc.ABC):
     """Loads one artifact on one device and runs batches of token ids through it."""
 
     backend: ClassVar[str]
+    # Batches the scorer may have in flight at once (submit() before the previous result()).
+    pipeline_depth: ClassVar[int] = 1
 
     def __init__(self, folder: str | Path, manifest: Manifest, device: Device = Device(), threads: int = 1):
         self.folder = Path(folder)
@@ -59,6 +62,9 @@ class Engine(abc.ABC):
 
     def load(self) -> "Engine":
         """Load and warm up; call once per worker. Warm-up runs every bucket so no row pays for it."""
+        if self.manifest.parity.get("passed") is False:
+            raise ParityError(f"artifact {self.manifest.model_id} failed its parity check and is refused: "
+                              f"{self.manifest.parity}")
         t0 = time.perf_counter()
         self._load()
         for batch, seq in self._warmup_shapes():
@@ -70,6 +76,17 @@ class Engine(abc.ABC):
 
     def infer(self, inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         """Run one batch. Inputs are int64 [batch, seq] arrays named as in the spec."""
+        return self._infer(self._checked(inputs))
+
+    def submit(self, inputs: Mapping[str, np.ndarray]):
+        """Start one batch and return a handle whose `.result()` gives what `infer` would.
+
+        Engines with `pipeline_depth > 1` (TensorRT) return before the device finishes, so the
+        caller can prepare and submit the next batch meanwhile; the default runs synchronously.
+        """
+        return self._submit(self._checked(inputs))
+
+    def _checked(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         if not self._loaded:
             raise RuntimeError(f"{type(self).__name__}.infer() called before load()")
         names = self.spec.input_names
@@ -79,8 +96,7 @@ class Engine(abc.ABC):
         shapes = {n: inputs[n].shape for n in names}
         if len(set(shapes.values())) != 1 or len(next(iter(shapes.values()))) != 2:
             raise ValueError(f"inputs must share one [batch, seq] shape, got {shapes}")
-        feed = {n: np.ascontiguousarray(inputs[n], dtype=np.int64) for n in names}
-        return self._infer(feed)
+        return {n: np.ascontiguousarray(inputs[n], dtype=np.int64) for n in names}
 
     def close(self) -> None:
         if self._loaded:
@@ -102,5 +118,18 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def _infer(self, feed: Mapping[str, np.ndarray]) -> np.ndarray: ...
 
+    def _submit(self, feed: Mapping[str, np.ndarray]) -> "Done":
+        return Done(self._infer(feed))
+
     def _close(self) -> None:
         pass
+
+
+class Done:
+    """A finished batch, for engines that run synchronously."""
+
+    def __init__(self, value: np.ndarray):
+        self._value = value
+
+    def result(self) -> np.ndarray:
+        return self._value

@@ -1,10 +1,12 @@
 """Compile a Hugging Face model folder into a verified artifact.
 
     python -m engines.compile --model HF_DIR --task embedding --backend onnx --out artifacts/minilm
+    python -m engines.compile --model HF_DIR --task pair-classification --backend tensorrt --out artifacts/pairs-trt
+    python -m engines.compile --model HF_DIR --task pair-classification --backend neuronx --out artifacts/pairs-inf2
     python -m engines.compile --model HF_DIR --task embedding --precision int8 --out artifacts/minilm-int8
 
 ONNX artifacts for the CPU get ONNX Runtime's BERT operator fusion when the model allows it
-(`--optimize`, engines/onnx_optimize.py). `--precision int8` is opt-in, never a default: it
+(`--optimize`, engines/onnx_optimize.py). `--precision int8` (onnx) is opt-in, never a default: it
 passes only if labels agree on >= 99% of scored rows and the p99 |score diff| is <= 0.02
 (engines/parity.py); give it rows like the job's with `--parity-data`.
 
@@ -22,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from engines import artifact, parity
-from engines.errors import ArtifactError, ParityError
+from engines.errors import ArtifactError, EngineUnavailableError, ParityError
 
 DEFAULT_SEQS = (32, 64, 128, 256, 512)
 TOKENS_PER_BUCKET = 4096
@@ -82,15 +84,23 @@ def _target(backend: str, versions: dict[str, str]) -> dict:
 def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend: str, name: str,
                    version: str, max_seq_len: int, labels: list[str], buckets: list[tuple[int, int]] | None = None,
                    positive_label: int | None = None, threshold: float = 0.5, pooling: str | None = None,
-                   source: dict | None = None, precision: str = "fp32", optimize: str = "auto",
+                   source: dict | None = None, precision: str | None = None,
+                   options: "accel_compile.Options | None" = None, optimize: str = "auto",
                    parity_rows: list | None = None, int8_method: str = "blockwise") -> artifact.Manifest:
     """Export `module`, check parity against it, and write the artifact to `out`.
 
     Raises ParityError (and writes nothing to `out`) if the export disagrees with `module`.
+    Accelerated backends (tensorrt, neuronx, neuron) may record parity as not yet run
+    (`passed: null` with the reason) when this machine lacks their hardware.
     """
     from transformers import AutoTokenizer
 
+    from engines import accel_compile
     from engines.registry import NATURAL, engine_class
+
+    precision = precision or accel_compile.default_precision(backend)
+    accel_compile.check_precision(backend, precision)
+    options = options or accel_compile.Options()
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     if not tokenizer.is_fast:
@@ -104,27 +114,39 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
         work.chmod(0o755)  # mkdtemp makes it private; executors may run as another user
         tokenizer.save_pretrained(work / "tokenizer")
         output = OUTPUT_NAMES.get(task, "logits")
-        graph = _export(module, work, backend, output, max_seq_len, optimize, precision, int8_method)
+        buckets = list(buckets or default_buckets(max_seq_len))
+        target = None
+        if backend in accel_compile.BACKENDS:
+            target = accel_compile.export(module, work, backend, output=output, max_seq_len=max_seq_len,
+                                          buckets=buckets, precision=precision, options=options,
+                                          tokenizer=tokenizer, task=task)
+        else:
+            target = {**_target(backend, _versions()),
+                      **_export(module, work, backend, output, max_seq_len, optimize, precision, int8_method)}
         versions = _versions()
         files = {str(p.relative_to(work)): artifact.sha256_file(p) for p in sorted(work.rglob("*")) if p.is_file()}
         manifest = artifact.Manifest(
             name=name, version=version, task=task, backend=backend, max_seq_len=max_seq_len,
-            buckets=tuple(buckets or default_buckets(max_seq_len)), files=files, labels=tuple(labels),
+            buckets=tuple(buckets), files=files, labels=tuple(labels), precision=precision,
             positive_label=positive_label, threshold=threshold, pooling=pooling if task == "embedding" else None,
-            target={**_target(backend, versions), **graph}, output=output, created_with=versions,
-            source=source or {}, precision=precision,
+            target=target or _target(backend, versions), output=output, created_with=versions, source=source or {},
         )
-        with engine_class(NATURAL[backend])(work, manifest) as engine:
-            if precision in parity.LABEL_AGREEMENT:
-                record = parity.check_quantized(module, engine, tokenizer, task, precision, max_seq_len,
-                                                threshold=threshold, positive_label=positive_label, rows=parity_rows)
-            else:
-                record = parity.check(module, engine, tokenizer, task, precision, max_seq_len)
-        if not record["passed"]:
-            raise ParityError(f"{backend} export of {name} failed parity against transformers: {json.dumps(record)}")
         import dataclasses
 
-        manifest = dataclasses.replace(manifest, parity=record)
+        if backend in accel_compile.BACKENDS:
+            record, added = accel_compile.check_parity(module, work, manifest, tokenizer, options)
+            files = {**files, **{rel: artifact.sha256_file(work / rel) for rel in added}}
+        else:
+            with engine_class(NATURAL[backend])(work, manifest) as engine:
+                if precision in parity.SCORE_GATED:
+                    record = parity.check_quantized(module, engine, tokenizer, task, precision, max_seq_len,
+                                                    threshold=threshold, positive_label=positive_label,
+                                                    rows=parity_rows)
+                else:
+                    record = parity.check(module, engine, tokenizer, task, manifest.precision, max_seq_len)
+        if record["passed"] is False:
+            raise ParityError(f"{backend} export of {name} failed parity against transformers: {json.dumps(record)}")
+        manifest = dataclasses.replace(manifest, parity=record, files=files)
         artifact.write_manifest(work, manifest)
         if out.exists():
             shutil.rmtree(out)
@@ -149,10 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
     req.add_argument("--task", required=True, choices=artifact.TASKS)
     req.add_argument("--out", required=True, type=Path, help="artifact folder to write (replaced if it exists)")
     opt = p.add_argument_group("Optional arguments")
-    opt.add_argument("--backend", default="onnx", choices=("onnx", "torchscript"), help="default: onnx")
-    opt.add_argument("--precision", choices=("fp32", "int8"), default="fp32",
-                     help="int8: dynamic quantization (onnx only), kept only if it passes the score parity gate; "
-                          "default: fp32")
+    opt.add_argument("--backend", default="onnx", choices=artifact.BACKENDS,
+                     help="onnx (CPU), torchscript, tensorrt (NVIDIA GPU), neuronx (Inf2/Trn1), neuron (Inf1); "
+                          "default: onnx")
+    opt.add_argument("--precision", default=None, choices=("fp32", "fp16", "bf16", "int8"),
+                     help="default: fp32 for onnx/torchscript, fp16 for tensorrt, bf16 (matmul auto-cast) for Neuron; "
+                          "int8 (onnx, opt-in) is kept only if it passes the score parity gate")
     opt.add_argument("--optimize", choices=("auto", "fusion", "none"), default="auto",
                      help="onnx: ONNX Runtime BERT fusion; auto fuses when the model allows it, fusion insists; "
                           "default: auto")
@@ -162,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--parity-data", type=Path, default=None,
                      help="rows for the int8 gate (parquet/csv/jsonl): columns left,right for pair tasks, text for "
                           "text-classification; default: built-in probe rows")
+    opt.add_argument("--build", action="store_true",
+                     help="tensorrt: build the plan for this machine's GPU now, check it and ship it in the artifact; "
+                          "default: executors build on first use")
+    opt.add_argument("--neuron-target", default="inf2", help="neuronx: neuronx-cc --target (inf2, trn1, trn1n, trn2); "
+                                                              "default: inf2")
     opt.add_argument("--max-seq-len", type=int, default=256, help="tokens per input (pair or text); default: 256")
     opt.add_argument("--buckets", type=parse_buckets, default=None,
                      help="(batch)x(seq) shapes, e.g. 64x64,32x128; default: 4096-token buckets up to --max-seq-len")
@@ -211,8 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     if not 8 <= args.max_seq_len <= 512:
         print(f"error: --max-seq-len must be between 8 and 512, got {args.max_seq_len}", file=sys.stderr)
         return 2
-    if args.precision != "fp32" and args.backend != "onnx":
-        print(f"error: --precision {args.precision} needs --backend onnx", file=sys.stderr)
+    from engines.accel_compile import PRECISIONS
+
+    if args.precision and args.precision not in PRECISIONS[args.backend]:
+        print(f"error: --precision {args.precision} is not available for --backend {args.backend} "
+              f"(choose one of {list(PRECISIONS[args.backend])})", file=sys.stderr)
+        return 2
+    if args.build and args.backend != "tensorrt":
+        print("error: --build only applies to --backend tensorrt", file=sys.stderr)
         return 2
     try:
         parity_rows = read_parity_rows(args.parity_data, args.task) if args.parity_data else None
@@ -226,15 +261,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {args.labels_file} has {len(file_labels)} labels, the model outputs {len(labels)}", file=sys.stderr)
             return 2
         labels = file_labels
+    from engines.accel_compile import Options
+
     try:
         manifest = build_artifact(
             module, args.model, args.out, task=args.task, backend=args.backend, name=args.name or args.model.name,
             version=args.version, max_seq_len=args.max_seq_len, labels=labels, buckets=args.buckets,
             positive_label=args.positive_label, threshold=args.threshold, pooling=args.pooling,
             source={"model_dir": str(args.model.resolve()), "build_args": argv_without_out(argv)},
-            precision=args.precision, optimize=args.optimize if args.backend == "onnx" else "none",
-            parity_rows=parity_rows, int8_method=args.int8_method,
+            precision=args.precision, options=Options(build=args.build, neuron_target=args.neuron_target),
+            optimize=args.optimize if args.backend == "onnx" else "none", parity_rows=parity_rows,
+            int8_method=args.int8_method,
         )
+    except EngineUnavailableError as e:  # the backend's compiler or hardware is not on this machine
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except (ParityError, ArtifactError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -3,6 +3,7 @@ driver and CI need no accelerator libraries."""
 from __future__ import annotations
 
 import importlib
+import warnings
 
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
@@ -10,16 +11,31 @@ from engines.errors import ArtifactError
 ENGINES = {
     "onnx": "engines.onnxruntime_cpu:OnnxRuntimeEngine",
     "torch": "engines.torch_engine:TorchScriptEngine",
+    "tensorrt": "engines.tensorrt:TensorRTEngine",
+    "neuronx": "engines.neuron:NeuronxEngine",
+    "neuron": "engines.neuron:NeuronEngine",
 }
 
-# Job backend -> artifact backends it can run.
+# Job backend -> artifact backends it can run. ONNX Runtime also runs any artifact that
+# carries model.onnx (a tensorrt artifact does): see resolve_backend.
 RUNS = {
     "onnx": ("onnx",),
     "torch": ("torchscript",),
+    "tensorrt": ("tensorrt",),
+    "neuronx": ("neuronx",),
+    "neuron": ("neuron",),
 }
 
-# Artifact backend -> the job backend `auto` picks on a machine with no accelerator.
-NATURAL = {"onnx": "onnx", "torchscript": "torch"}
+# Artifact backend -> the job backend `auto` picks when the hardware is there.
+NATURAL = {"onnx": "onnx", "torchscript": "torch", "tensorrt": "tensorrt", "neuronx": "neuronx", "neuron": "neuron"}
+
+# Job backend -> the accelerator it needs (engines.base.Device kind).
+ACCELERATOR = {"tensorrt": "cuda", "neuronx": "neuron", "neuron": "neuron"}
+_DEVICE_WORDS = {"cuda": "NVIDIA GPU", "neuron": "NeuronCore"}
+
+
+class BackendFallbackWarning(UserWarning):
+    """`--backend auto` found no accelerator for the artifact and runs ONNX Runtime on the CPU."""
 
 
 def engine_class(backend: str):
@@ -30,11 +46,39 @@ def engine_class(backend: str):
     return getattr(importlib.import_module(module), name)
 
 
-def resolve_backend(requested: str, manifest: Manifest) -> str:
-    """Turn `--backend` into a concrete engine for this artifact, or explain why it cannot run."""
+def _runs(backend: str, manifest: Manifest) -> bool:
+    if backend == "onnx" and "model.onnx" in manifest.files:
+        return True
+    return manifest.backend in RUNS.get(backend, ())
+
+
+def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
+    """Turn `--backend` into a concrete engine for this artifact, or explain why it cannot run.
+
+    `auto` picks the artifact's own backend when the accelerator it needs is present
+    (`hardware`, default: engines.hardware.detect()), else ONNX Runtime on the CPU with a
+    BackendFallbackWarning if the artifact carries model.onnx, else an ArtifactError.
+    """
     backend = NATURAL.get(manifest.backend) if requested == "auto" else requested
-    if backend is None or manifest.backend not in RUNS.get(backend, ()):
-        runnable = sorted(b for b, arts in RUNS.items() if manifest.backend in arts)
+    if requested == "auto" and backend in ACCELERATOR:
+        from engines import hardware as probe
+
+        hw = hardware if hardware is not None else probe.detect()
+        kind = ACCELERATOR[backend]
+        if not (hw.cuda if kind == "cuda" else hw.neuron):
+            what = _DEVICE_WORDS[kind]
+            if "model.onnx" in manifest.files:
+                warnings.warn(f"--backend auto: no {what} found ({hw.source}); artifact {manifest.model_id} "
+                              f"({manifest.backend}) falls back to ONNX Runtime on the CPU", BackendFallbackWarning,
+                              stacklevel=2)
+                return "onnx"
+            raise ArtifactError(
+                f"artifact {manifest.model_id} was compiled for backend {manifest.backend!r}, which needs a {what}, "
+                f"and none was found ({hw.source}); it carries no model.onnx for a CPU fallback. Run it where the "
+                f"executors have a {what} (pass --backend {backend} explicitly when the driver has none), or "
+                f"compile an onnx artifact for the CPU")
+    if backend is None or not _runs(backend, manifest):
+        runnable = sorted(b for b in RUNS if _runs(b, manifest))
         raise ArtifactError(
             f"artifact {manifest.model_id} was compiled for backend {manifest.backend!r}; "
             f"--backend {requested} cannot run it (use one of {runnable or ['auto']})"

@@ -2,8 +2,8 @@
 a local folder, `s3://` on EMR (EMRFS), `s3a://` elsewhere."""
 from __future__ import annotations
 
-import json
 import os
+import sys
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -25,6 +25,8 @@ def spark_session(app_name: str, master: str | None) -> SparkSession:
     # `python jobs/x.py` has none, so it runs on local[*] unless told otherwise.
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.master(master or "local[*]")
+        # Local Python workers run this interpreter (the venv's), not whatever `python3` is on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return builder.getOrCreate()
 
 
@@ -39,7 +41,7 @@ def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
             return reader.json(path)
         return reader.option("header", True).option("multiLine", True).option("escape", '"').csv(path)
     except AnalysisException as e:
-        raise InputError(f"cannot read --input {path} as {fmt}: {_first_line(e)}") from None
+        raise InputError(f"cannot read --input {path} as {fmt}: {first_line(e)}") from None
 
 
 def prepare(df: DataFrame, required: list[str], text_columns: list[str], id_column: str) -> DataFrame:
@@ -85,9 +87,5 @@ def summary_path(output: str, run_date: str) -> str:
     return f"{output}/_runs/run_date={run_date}/summary.json"
 
 
-def dumps(summary: dict) -> str:
-    return json.dumps(summary, sort_keys=True)
-
-
-def _first_line(e: Exception) -> str:
+def first_line(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -5,6 +5,8 @@ more invalid/failed rows than --max-invalid-fraction (everything is still writte
 """
 from __future__ import annotations
 
+import json
+import re
 import sys
 import time
 
@@ -14,6 +16,7 @@ from engines.registry import resolve_backend
 from jobs import io
 from jobs.cli import JobConfig
 from jobs.progress import Progress
+from udfs.device import bind_device
 from udfs.runtime import ScorerSpec, localize
 from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
 from udfs.validate import REASON_CODES
@@ -36,6 +39,10 @@ def plan(cfg: JobConfig, workload) -> tuple[ScorerSpec, object]:
         raise io.InputError(f"--model {cfg.model}: {e}") from None
     if manifest.task not in workload.tasks:
         raise io.InputError(f"--model {cfg.model} is a {manifest.task} artifact; this job needs one of {workload.tasks}")
+    try:
+        bind_device(backend, cfg.device, {})  # a --device that cannot fit the backend fails here, not in tasks
+    except ValueError as e:
+        raise io.InputError(str(e)) from None
     max_seq_len = min(cfg.max_seq_len or manifest.max_seq_len, manifest.max_seq_len)
     batch_tokens = cfg.batch_tokens or DEFAULT_BATCH_TOKENS.get(backend, ACCELERATOR_BATCH_TOKENS)
     spec = ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=batch_tokens,
@@ -66,9 +73,6 @@ def _observed_metrics(F, workload):
 
 
 def run(cfg: JobConfig, workload, app_name: str) -> int:
-    import json
-
-    from pyspark.errors import AnalysisException
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -85,8 +89,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         rows_in = raw.count()
     except io.InputError as e:
         return _fail(2, str(e))
-    except AnalysisException as e:
-        return _fail(2, f"cannot read --input {cfg.input}: {io._first_line(e)}")
+    except Exception as e:  # noqa: BLE001 - corrupt or unreadable files surface only when Spark reads them
+        return _fail(2, f"cannot read --input {cfg.input}: {io.first_line(e)}")
     if cfg.num_partitions:
         df = df.repartition(cfg.num_partitions)
     scored = df.mapInPandas(Scorer(spec, workload), output_ddl(workload))
@@ -108,7 +112,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     m = observation.get
     summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds)
     io.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
-    print(io.dumps(summary), flush=True)
+    print(json.dumps(summary, sort_keys=True), flush=True)
     if summary["rows_out"] != rows_in:
         return _fail(1, f"row count mismatch: {rows_in} in, {summary['rows_out']} written")
     if summary["bad_fraction"] > cfg.max_invalid_fraction:
@@ -119,8 +123,6 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
 
 
 def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -> dict:
-    import json
-
     tasks = sorted((json.loads(t) for t in (m.get("tasks") or "").splitlines()), key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
     rows_out = int(m.get("rows_out") or 0)
     real, padded = int(m.get("real_tokens") or 0), int(m.get("padded_tokens") or 0)
@@ -136,7 +138,9 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -
         "engine_seconds": round(float(m.get("engine_seconds") or 0.0), 3),
         "tokenize_seconds": round(float(m.get("tokenize_seconds") or 0.0), 3),
         "udf_seconds": round(float(m.get("udf_seconds") or 0.0), 3),
-        "backend": spec.backend, "batch_tokens": spec.batch_tokens, "devices": sorted({t["device"] for t in tasks}),
+        "backend": spec.backend, "devices": sorted({t["device"] for t in tasks}),
+        "options": {"batch_tokens": spec.batch_tokens, "max_seq_len": spec.max_seq_len,
+                    "arrow_batch_rows": cfg.arrow_batch_rows, **cfg.extra},
         "engine_loads": int(m.get("engine_loads") or 0), "batch_retries": int(m.get("batch_retries") or 0),
         "model": manifest.model_id, "model_sha256": manifest.digest, "task": manifest.task,
         "real_tokens": real, "padded_tokens": padded,
@@ -145,14 +149,26 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -
     }
 
 
+# The last line of a Python traceback: `ModuleNotFoundError: No module named 'pandas'`.
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(:|$)")
+
+
 def _root_cause(e: Exception) -> str:
     text = str(e)
+    # A worker's failure arrives wrapped in Java exceptions and stack frames; the Python error
+    # is the first unindented `Name: message` line after the last traceback header.
+    lines = text.splitlines()
+    headers = [i for i, line in enumerate(lines) if line.rstrip().endswith("Traceback (most recent call last):")]
+    if headers:
+        for line in lines[headers[-1] + 1:]:
+            if not line[:1].isspace() and _PYTHON_ERROR.match(line.strip()):
+                return line.strip()[:2000]
     for marker in ("ArtifactError", "EngineUnavailableError", "TargetMismatchError", "PythonException"):
         if marker in text:
             lines = [l for l in text.splitlines() if marker in l or "Error:" in l]
             if lines:
                 return lines[-1].strip()[:2000]
-    return io._first_line(e)[:2000]
+    return io.first_line(e)[:2000]
 
 
 def _fail(code: int, message: str) -> int:

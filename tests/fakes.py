@@ -4,6 +4,14 @@ from __future__ import annotations
 import numpy as np
 
 from engines.base import Engine, EngineSpec
+from udfs.tokenize import Encoded
+
+
+def random_encoded(lengths, seed=0) -> Encoded:
+    """Unpadded token ids of the given lengths, none truncated."""
+    rng = np.random.default_rng(seed)
+    ids = [rng.integers(1000, 2000, n) for n in lengths]
+    return Encoded(ids, [np.zeros(n, dtype=np.int64) for n in lengths], np.zeros(len(lengths), bool))
 
 
 class RowEchoEngine(Engine):

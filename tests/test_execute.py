@@ -1,19 +1,12 @@
 import numpy as np
 
-from tests.fakes import RowEchoEngine
+from tests.fakes import RowEchoEngine, random_encoded
 from udfs.execute import run_encoded
-from udfs.tokenize import Encoded
-
-
-def _encoded(lengths, seed=0):
-    rng = np.random.default_rng(seed)
-    ids = [rng.integers(1000, 2000, n) for n in lengths]
-    return Encoded(ids, [np.zeros(n, dtype=np.int64) for n in lengths], np.zeros(len(lengths), bool))
 
 
 def test_outputs_come_back_in_input_order():
     lengths = np.random.default_rng(1).integers(2, 60, 300)
-    enc = _encoded(lengths)
+    enc = random_encoded(lengths)
     result = run_encoded(RowEchoEngine(max_seq_len=64), enc, token_budget=256)
     assert result.outputs[:, 0].tolist() == [float(x.sum()) for x in enc.ids]
     assert result.outputs[:, 1].tolist() == lengths.tolist()
@@ -23,7 +16,7 @@ def test_outputs_come_back_in_input_order():
 
 
 def test_failing_batches_are_split_until_only_the_bad_row_fails():
-    enc = _encoded([10] * 16)
+    enc = random_encoded([10] * 16)
     enc.ids[5][0] = poison = 7  # no other row holds token 7
     engine = RowEchoEngine(fail_if=lambda ids, mask: (ids == poison).any())
     result = run_encoded(engine, enc, token_budget=16 * 16)
@@ -34,7 +27,7 @@ def test_failing_batches_are_split_until_only_the_bad_row_fails():
 
 
 def test_oversized_batches_are_split_and_retried():
-    enc = _encoded([30] * 12)
+    enc = random_encoded([30] * 12)
     engine = RowEchoEngine(fail_if=lambda ids, mask: ids.shape[0] > 3)
     result = run_encoded(engine, enc, token_budget=32 * 12)
     assert all(e is None for e in result.errors)
@@ -42,7 +35,7 @@ def test_oversized_batches_are_split_and_retried():
 
 
 def test_static_engine_pads_to_buckets():
-    enc = _encoded([5, 6, 30])
+    enc = random_encoded([5, 6, 30])
     engine = RowEchoEngine(static=True, buckets=((4, 8), (2, 32)))
     result = run_encoded(engine, enc, token_budget=0)
     assert sorted(engine.calls) == [(2, 32), (4, 8)]

@@ -119,3 +119,17 @@ def test_torch_backend_end_to_end(spark, compile_artifact, write, tmp_path, caps
     rc, summary, _ = run_job(main, capsys, input=write(pairs_frame(15)), output=tmp_path / "t", model=ts, backend="torch",
                              run_date="2026-06-01")
     assert rc == 0 and summary["backend"] == "torch" and summary["ok"] == 15
+
+
+def test_corrupt_input_file_exits_2_with_a_message(spark, model, tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "part-0.parquet").write_bytes(b"not parquet at all")
+    rc, _, err = run_job(main, capsys, input=tmp_path / "in", output=tmp_path / "out", model=model)
+    assert rc == 2 and "cannot read --input" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_device_that_does_not_fit_the_backend_exits_2(spark, model, tmp_path, capsys):
+    rc, _, err = run_job(main, capsys, input=tmp_path / "x", output=tmp_path / "out", model=model, backend="onnx",
+                         device="tpu:0")
+    assert rc == 2 and "--device must be cpu, cuda:N or neuron:N" in err

@@ -38,8 +38,5 @@ class EngineCache:
                     close()
             return value, True
 
-    def __len__(self) -> int:
-        return len(self._items)
-
 
 WORKER_CACHE = EngineCache(int(os.environ.get("ACCEL_SCORING_ENGINE_CACHE", "2")))

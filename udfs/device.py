@@ -2,6 +2,10 @@
 
 Order: the task's Spark resource address (`gpu` / `neuroncore`), then an explicit `--device`,
 then the CPU. In local mode Spark assigns no custom resources, so the explicit setting applies.
+
+With a fractional `spark.task.resource.gpu.amount` (0.5: two tasks per GPU) several tasks get
+the same address; each Python worker then holds its own engine on that GPU, like Triton's
+instance groups (memory: one plan's weights, activations and CUDA context per worker).
 """
 from __future__ import annotations
 
@@ -46,5 +50,11 @@ def bind_device(backend: str, explicit: str | None, resources: dict[str, list[st
         if addresses:
             return Device(kind, addresses[0])
     if explicit:
-        return parse_device(explicit)
+        device = parse_device(explicit)
+        if backend in ACCELERATOR_RESOURCE and device.kind != ACCELERATOR_RESOURCE[backend][1]:
+            want = ACCELERATOR_RESOURCE[backend][1]
+            raise ValueError(f"--device {explicit} does not fit backend {backend}, which runs on {want}:N")
+        return device
+    if backend in ACCELERATOR_RESOURCE:
+        return Device(ACCELERATOR_RESOURCE[backend][1])  # the runtime's default device
     return Device()

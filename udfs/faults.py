@@ -1,32 +1,120 @@
 """Test-only fault injection, off unless ACCEL_SCORING_FAULT is set in the executor's environment.
 
-Format: `<kind>:<partition>` where kind is `raise_once` (an exception on the first attempt),
-`kill_worker` (SIGKILL this Python worker on the first attempt) or `kill_executor` (SIGKILL the
-executor JVM on the first attempt). Used by the reliability tests to prove that retries
-neither lose nor double rows.
+Format: one or more `<kind>:<arg>` joined by commas, e.g. `raise_once:1,kill_worker:3`.
+
+Task faults fire once per partition, mid-task (after the task's first scored Arrow batch has
+been handed back to Spark): when ACCEL_SCORING_FAULT_ONCE_DIR names a folder shared by the
+executors, on the attempt that first creates the marker file `<kind>-<partition>` there (so a
+retried stage cannot fire it again); otherwise on task attempt 0 (of stage attempt 0 where
+PySpark exposes it; 3.5 does not):
+- `raise_once:<partition>`: raise an exception;
+- `kill_worker:<partition>`: SIGKILL this Python worker;
+- `kill_executor:<partition>`: SIGKILL the executor JVM (in local mode, that is the driver);
+- `stall:<partition>`: sleep for ten minutes, so a test can interrupt the run mid-stage.
+
+Capacity faults make the engine raise MemoryError, on every attempt, like a device that runs
+out of memory, for any device batch of more than `oom_rows:<rows>` rows or more than
+`oom_tokens:<tokens>` padded tokens.
+
+The reliability tests use them to prove that retries neither lose nor double rows and that an
+oversized batch is split instead of crashing the worker. Set it through
+`spark.executorEnv.ACCEL_SCORING_FAULT` (a cluster), the Python workers' environment, or the
+environment of a `local[...]` driver before its JVM starts.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
+import time
 
 ENV = "ACCEL_SCORING_FAULT"
+ONCE_DIR_ENV = "ACCEL_SCORING_FAULT_ONCE_DIR"
+TASK_FAULTS = ("raise_once", "kill_worker", "kill_executor", "stall")
+CAPACITY_FAULTS = ("oom_rows", "oom_tokens")
+
+
+def parse(spec: str | None) -> list[tuple[str, int]]:
+    faults = []
+    for item in (spec or "").split(","):
+        if not item.strip():
+            continue
+        kind, _, arg = item.strip().partition(":")
+        if kind not in TASK_FAULTS + CAPACITY_FAULTS or not arg.strip().isdigit():
+            raise ValueError(f"{ENV}: expected <kind>:<number> with kind in {TASK_FAULTS + CAPACITY_FAULTS}, got {item!r}")
+        faults.append((kind, int(arg)))
+    return faults
 
 
 def maybe_inject(ctx) -> None:
-    spec = os.environ.get(ENV)
-    if not spec or ctx is None:
+    """Fire this task's fault, if one is set for its partition and has not fired yet."""
+    faults = parse(os.environ.get(ENV))
+    if not faults or ctx is None:
         return
-    kind, _, partition = spec.partition(":")
-    if str(ctx.partitionId()) != partition or ctx.attemptNumber() != 0 or ctx.stageAttemptNumber() != 0:
-        return
-    if kind == "raise_once":
-        raise RuntimeError(f"injected fault ({ENV}={spec})")
-    if kind == "kill_worker":
-        os.kill(os.getpid(), signal.SIGKILL)
-    if kind == "kill_executor":
-        os.kill(_executor_jvm_pid(), signal.SIGKILL)
-    raise ValueError(f"unknown {ENV} kind {kind!r}")
+    for kind, partition in faults:
+        if kind not in TASK_FAULTS or partition != ctx.partitionId() or not _first_time(ctx, kind, partition):
+            continue
+        if kind == "raise_once":
+            raise RuntimeError(f"injected fault ({ENV}={kind}:{partition})")
+        if kind == "kill_worker":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if kind == "kill_executor":
+            os.kill(_executor_jvm_pid(), signal.SIGKILL)
+            time.sleep(60)  # the JVM is going; do not let this worker report anything meanwhile
+        if kind == "stall":
+            time.sleep(600)
+
+
+def _first_time(ctx, kind: str, partition: int) -> bool:
+    folder = os.environ.get(ONCE_DIR_ENV)
+    if folder:
+        try:
+            os.close(os.open(os.path.join(folder, f"{kind}-{partition}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return False
+        return True
+    stage_attempt = getattr(ctx, "stageAttemptNumber", None)  # PySpark 3.5's TaskContext lacks it
+    return ctx.attemptNumber() == 0 and (stage_attempt is None or stage_attempt() == 0)
+
+
+def limit_capacity(runtime):
+    """The runtime, with its engine behind an injected memory limit if one is set; else unchanged."""
+    limits = {kind: arg for kind, arg in parse(os.environ.get(ENV)) if kind in CAPACITY_FAULTS}
+    if not limits:
+        return runtime
+    return dataclasses.replace(runtime, engine=CapacityLimitedEngine(runtime.engine, limits.get("oom_rows"),
+                                                                     limits.get("oom_tokens")))
+
+
+class CapacityLimitedEngine:
+    """Wraps an engine; a device batch over `max_rows` rows or `max_tokens` padded tokens raises
+    MemoryError before reaching the engine, as a device out of memory would."""
+
+    def __init__(self, engine, max_rows: int | None = None, max_tokens: int | None = None):
+        self._engine, self.max_rows, self.max_tokens = engine, max_rows, max_tokens
+
+    @property
+    def spec(self):
+        return self._engine.spec
+
+    @property
+    def pipeline_depth(self) -> int:
+        return getattr(self._engine, "pipeline_depth", 1)
+
+    def infer(self, inputs):
+        self._check(inputs)
+        return self._engine.infer(inputs)
+
+    def submit(self, inputs):
+        self._check(inputs)
+        return self._engine.submit(inputs)
+
+    def _check(self, inputs) -> None:
+        rows, seq = inputs["input_ids"].shape
+        if (self.max_rows is not None and rows > self.max_rows) or (
+                self.max_tokens is not None and rows * seq > self.max_tokens):
+            raise MemoryError(f"injected out-of-memory ({ENV}): a [{rows}, {seq}] batch exceeds "
+                              f"rows<={self.max_rows}, tokens<={self.max_tokens}")
 
 
 def _executor_jvm_pid() -> int:

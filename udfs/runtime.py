@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 
 from engines.artifact import Manifest, open_artifact
@@ -54,5 +55,9 @@ def load_runtime(spec: ScorerSpec, device: Device, threads: int) -> Runtime:
         raise ArtifactError(f"artifact at {spec.artifact} changed after the job started "
                             f"(manifest digest {manifest.digest[:12]}… != {spec.digest[:12]}…)")
     engine = engine_class(spec.backend)(folder, manifest, device, threads).load()
+    # Once per worker and engine: what actually runs (the executor's stderr log).
+    extra = {k: getattr(engine, k) for k in ("plan_source", "visible_cores") if getattr(engine, k, None)}
+    print(f"accel-scoring: loaded {manifest.model_id} on backend {spec.backend}, device {device}, "
+          f"in {engine.load_seconds:.1f}s {extra or ''}".rstrip(), file=sys.stderr, flush=True)
     encoder = TextEncoder(folder / "tokenizer" / "tokenizer.json", spec.max_seq_len)
     return Runtime(manifest, engine, encoder)

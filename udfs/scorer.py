@@ -66,11 +66,13 @@ class Scorer:
         threads = task_cpus()
         runtime, loaded = WORKER_CACHE.get_or_load(
             (spec.digest, spec.backend, str(device)), lambda: load_runtime(spec, device, threads))
+        runtime = faults.limit_capacity(runtime)
         ctx = TaskContext.get()
         worker = json.dumps({
             "host": socket.gethostname(), "pid": os.getpid(), "device": str(device),
             "resources": resources, "partition": ctx.partitionId() if ctx else None,
             "attempt": ctx.attemptNumber() if ctx else None,
+            "loaded": loaded,  # whether this task loaded the engine (once per worker and device)
         }, sort_keys=True)
         workload = self.workload
 
@@ -80,7 +82,6 @@ class Scorer:
 
         prepared = ahead(frames, prepare) if getattr(spec, "overlap", False) else map(prepare, frames)
         for batch, prepare_seconds in prepared:
-            faults.maybe_inject(ctx)
             t0 = time.perf_counter()
             out, scored = workload.finish(runtime, batch, spec.batch_tokens)
             udf_seconds = prepare_seconds + time.perf_counter() - t0
@@ -93,3 +94,4 @@ class Scorer:
                     metrics[col].iloc[0] = value
                 loaded = False
             yield out.assign(**metrics)
+            faults.maybe_inject(ctx)  # test-only; here, a task has handed Spark some output rows

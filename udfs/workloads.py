@@ -67,11 +67,10 @@ class Duplicates:
 
     def side(self, frame: pd.DataFrame, side: str) -> pd.Series:
         """A side's text: its fields joined in order; null only when every field is null."""
-        cols = [frame[f"{side}_{f}"] if f"{side}_{f}" in frame else pd.Series(None, index=frame.index, dtype=object)
-                for f in self.fields]
-        parts = pd.concat(cols, axis=1)
-        joined = parts.apply(lambda r: " ".join(str(x).strip() for x in r if isinstance(x, str) and x.strip()), axis=1)
-        return joined.where(parts.notna().any(axis=1), None) if len(frame) else pd.Series([], dtype=object)
+        cols = [frame[f"{side}_{f}"] for f in self.fields if f"{side}_{f}" in frame]
+        parts = [c.fillna("").astype(str).str.strip() for c in cols]
+        joined = parts[0].str.cat(parts[1:], sep=" ").str.strip() if len(parts) > 1 else parts[0]
+        return joined.where(pd.concat(cols, axis=1).notna().any(axis=1), None)
 
     def score(self, runtime, frame: pd.DataFrame, token_budget: int) -> tuple[pd.DataFrame, tasks.Scored]:
         return self.finish(runtime, self.prepare(runtime, frame), token_budget)

@@ -88,7 +88,7 @@ def test_stage_uploads_with_checksums_then_skips_unchanged(staged, s3, aws, caps
     assert {"accel/v1/jobs/duplicates.py", "accel/v1/jobs/query_intent.py",
             "accel/v1/package/accel_scoring.zip", "accel/v1/package/accel_scoring-0.1.0-py3-none-any.whl",
             "accel/v1/env/accel-scoring-env.tar.gz", "accel/v1/scripts/gpu-cgroup-bootstrap.sh",
-            "accel/v1/scripts/getNeuronCoreResources.sh", "accel/v1/eks/executor-pod-template.yaml",
+            "accel/v1/scripts/get_neuroncores.py", "accel/v1/eks/executor-pod-template.yaml",
             "accel/v1/models/minilm-dup/1.0/model.onnx", "accel/v1/models/minilm-dup/1.0/manifest.json",
             "accel/v1/models/minilm-dup/1.0/tokenizer/tokenizer.json"} <= keys
     zip_bytes = (staged["dist"] / "accel_scoring.zip").read_bytes()

@@ -109,7 +109,7 @@ def test_eks_request_asks_for_one_neuroncore_per_executor() -> None:
     assert conf["spark.executor.resource.neuroncore.amount"] == "1"
     assert conf["spark.executor.resource.neuroncore.vendor"] == "aws.amazon.com"
     assert conf["spark.task.resource.neuroncore.amount"] == "1"
-    assert conf["spark.executor.resource.neuroncore.discoveryScript"].endswith("getNeuronCoreResources.sh")
+    assert conf["spark.executor.resource.neuroncore.discoveryScript"].endswith("get_neuroncores.py")
     assert conf["spark.kubernetes.executor.podTemplateFile"] == \
         "s3://deploy/accel/v1/eks/executor-pod-template.yaml"
     driver = request["jobDriver"]["sparkSubmitJobDriver"]

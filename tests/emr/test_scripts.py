@@ -21,10 +21,10 @@ def test_script_parses_and_is_executable(script: str) -> None:
 
 @pytest.mark.parametrize(
     "visible, addresses",
-    [("3", ["3"]), ("0-2", ["0", "1", "2"]), ("0,2", ["0", "2"]), ("0-1, 4", ["0", "1", "4"]), ("", [])],
+    [("3", ["3"]), ("0-2", ["0", "1", "2"]), ("0,2", ["0", "2"]), ("0-1, 4", ["0", "1", "4"])],
 )
 def test_neuroncore_discovery_reads_the_device_plugin_variable(visible: str, addresses: list[str]) -> None:
     env = {"PATH": "/usr/bin:/bin", "NEURON_RT_VISIBLE_CORES": visible}
-    out = subprocess.run([str(SCRIPTS / "getNeuronCoreResources.sh")], env=env, check=True,
+    out = subprocess.run([str(SCRIPTS / "get_neuroncores.py")], env=env, check=True,
                          capture_output=True, text=True).stdout
     assert json.loads(out) == {"name": "neuroncore", "addresses": addresses}

@@ -1,0 +1,185 @@
+"""What accelerators this machine (or this Spark application's executors) has.
+
+Cheap probes only: no CUDA context is created and no Neuron runtime is started, so calling
+them on a driver or inside a Python worker never claims a device. Used by `--backend auto`
+and by the engines' target checks.
+"""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import shutil
+import subprocess
+from typing import Mapping
+
+# NeuronCore generations: an artifact compiled for one runs on instances of the same group.
+NEURON_GENERATIONS = {"inf1": "v1", "inf2": "v2", "trn1": "v2", "trn1n": "v2", "trn2": "v3", "trn2n": "v3"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Hardware:
+    """Accelerators visible to the probe, and where that answer came from."""
+
+    gpus: int = 0
+    neuron_cores: int = 0
+    source: str = "local"
+
+    @property
+    def cuda(self) -> bool:
+        return self.gpus > 0
+
+    @property
+    def neuron(self) -> bool:
+        return self.neuron_cores > 0
+
+
+def parse_core_list(text: str) -> list[str]:
+    """NEURON_RT_VISIBLE_CORES syntax ('3', '0-2', '0,2-3') -> ['0', '1', ...]."""
+    cores: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"not a NeuronCore list: {text!r} (expected e.g. '3', '0-2' or '0,2-3')")
+        cores += [str(i) for i in range(int(lo), int(hi if sep else lo) + 1)]
+    return cores
+
+
+def parse_neuron_ls(text: str) -> list[str]:
+    """NeuronCore ids from `neuron-ls -j` output (a JSON list with one object per device).
+
+    Uses each device's `neuroncore_ids`; where those are missing or repeat across devices
+    (older tools number them per device), numbers cores consecutively from each `nc_count`.
+    """
+    devices = json.loads(text or "[]")
+    if isinstance(devices, dict):  # tolerate a single object
+        devices = [devices]
+    ids = [str(i) for d in devices for i in d.get("neuroncore_ids") or []]
+    total = sum(int(d.get("nc_count") or len(d.get("neuroncore_ids") or [])) for d in devices)
+    if ids and len(set(ids)) == len(ids) == total:
+        return sorted(ids, key=int)
+    return [str(i) for i in range(total)]
+
+
+def parse_nvidia_smi(text: str) -> list[str]:
+    """GPU indices from `nvidia-smi --query-gpu=index --format=csv,noheader`."""
+    return [line.strip() for line in text.splitlines() if line.strip().isdigit()]
+
+
+def _run(cmd: list[str], timeout: float = 10.0) -> str | None:
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def local_gpus() -> int:
+    out = _run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"])
+    if out is not None:
+        return len(parse_nvidia_smi(out))
+    return len(glob.glob("/dev/nvidia[0-9]*"))
+
+
+def local_neuron_cores() -> int:
+    visible = os.environ.get("NEURON_RT_VISIBLE_CORES")  # set by the Kubernetes device plugin
+    if visible:
+        return len(parse_core_list(visible))
+    out = _run(["neuron-ls", "-j"])
+    if out is not None:
+        try:
+            return len(parse_neuron_ls(out))
+        except (ValueError, TypeError):
+            pass
+    return len(glob.glob("/dev/neuron[0-9]*"))  # devices, not cores; enough to say "present"
+
+
+def neuron_device_present() -> bool:
+    """A Neuron device node or a working `neuron-ls` (ignores NEURON_RT_VISIBLE_CORES, which we set)."""
+    if glob.glob("/dev/neuron[0-9]*"):
+        return True
+    out = _run(["neuron-ls", "-j"])
+    try:
+        return bool(out and parse_neuron_ls(out))
+    except (ValueError, TypeError):
+        return False
+
+
+def neuron_instance_type() -> str | None:
+    """The instance type `neuron-ls -j` reports (newer tools only), else None."""
+    out = _run(["neuron-ls", "-j"])
+    try:
+        devices = json.loads(out) if out else []
+    except ValueError:
+        return None
+    types = {d.get("instance_type") for d in devices if isinstance(d, dict) and d.get("instance_type")}
+    return types.pop() if len(types) == 1 else None
+
+
+def from_spark_conf(conf: Mapping[str, str]) -> Hardware | None:
+    """Executor resources requested in Spark's configuration, if any (what executors will have)."""
+    def amount(name: str) -> float:
+        try:
+            return float(conf.get(f"spark.executor.resource.{name}.amount", 0) or 0)
+        except ValueError:
+            return 0.0
+
+    gpus, cores = amount("gpu"), amount("neuroncore")
+    if gpus or cores:
+        return Hardware(gpus=int(gpus), neuron_cores=int(cores), source="spark executor resources")
+    return None
+
+
+def detect() -> Hardware:
+    """Executor resources from an active SparkContext if there is one, else this machine's devices.
+
+    On a cluster the driver's own hardware says nothing about the executors', so an active
+    session's `spark.executor.resource.*` settings win.
+    """
+    try:
+        from pyspark import SparkContext
+
+        sc = SparkContext._active_spark_context
+        if sc is not None:
+            found = from_spark_conf(dict(sc.getConf().getAll()))
+            if found is not None:
+                return found
+    except ImportError:
+        pass
+    return Hardware(gpus=local_gpus(), neuron_cores=local_neuron_cores(), source="local")
+
+
+def neuron_generation(target_or_instance: str) -> str | None:
+    """'inf2' or 'inf2.xlarge' -> 'v2'; None when unknown."""
+    family = target_or_instance.split(".")[0].lower()
+    return NEURON_GENERATIONS.get(family)
+
+
+def cuda_ordinal(address: str | None, visible: str | None, device_count: int) -> int:
+    """The CUDA ordinal for a Spark GPU address.
+
+    Spark addresses are the host's GPU indices (what nvidia-smi printed). If the process sees
+    one GPU (YARN/cgroup isolation, or CUDA_VISIBLE_DEVICES narrowed to it) it is ordinal 0
+    whatever its host index (engines.md §7.6); if CUDA_VISIBLE_DEVICES lists indices, the
+    address's position in that list is its ordinal.
+    """
+    if device_count < 1:
+        raise ValueError("no CUDA device is visible to this process")
+    if device_count == 1:
+        return 0
+    if address is None:
+        return 0
+    if visible:
+        listed = [v.strip() for v in visible.split(",") if v.strip()]
+        if address in listed:
+            return listed.index(address)
+    index = int(address)
+    if not 0 <= index < device_count:
+        raise ValueError(f"GPU address {address!r} is not one of the {device_count} devices this process sees "
+                         f"(CUDA_VISIBLE_DEVICES={visible!r})")
+    return index

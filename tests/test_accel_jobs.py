@@ -1,0 +1,113 @@
+"""The jobs with --backend neuronx / tensorrt / auto, end to end on local Spark.
+
+The Neuron paths (neuronx and the legacy neuron) run through the real job, in Spark's Python
+workers, with the torch_neuronx / torch_neuron TEST DOUBLES (tests/doubles/) on the workers' PYTHONPATH and --device neuron:0 (local mode
+assigns no custom resources). The TensorRT path has no GPU here: it proves `auto` falls back to
+ONNX Runtime with a warning and an explicit `--backend tensorrt` fails with a clear error.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from jobs.duplicates import main
+from engines.registry import BackendFallbackWarning
+from tests.jobhelpers import pairs_frame, read_partition, run_job
+from tests.neuron_doubles import DOUBLES, compile_neuron
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    df = pairs_frame(60, seed=4)
+    path = tmp_path_factory.mktemp("in") / "pairs.parquet"
+    df.to_parquet(path)
+    return path, df
+
+
+@pytest.fixture
+def workers_see_the_double(spark, tmp_path):
+    """Spark starts Python workers with the SparkContext's environment: add the doubles folder
+    to their PYTHONPATH and a log the double appends its import record to."""
+    env = spark.sparkContext.environment
+    saved = {k: env.get(k) for k in ("PYTHONPATH", "NEURON_DOUBLE_LOG")}
+    log = tmp_path / "worker-imports.jsonl"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(DOUBLES), os.environ.get("PYTHONPATH")) if p)
+    env["NEURON_DOUBLE_LOG"] = str(log)
+    yield log
+    for k, v in saved.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+
+
+def _reference_scores(tiny_models, df, max_seq_len=64):
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = tiny_models["pair-classification"]
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="eager").eval()
+    side = lambda s: [" ".join(x for x in (df.at[i, f"{s}_title"], df.at[i, f"{s}_brand"], df.at[i, f"{s}_description"])
+                               if isinstance(x, str) and x) for i in df.index]
+    enc = tok(side("left"), side("right"), truncation="longest_first", max_length=max_seq_len, padding=True,
+              return_tensors="pt")
+    with torch.no_grad():
+        return torch.softmax(model(**enc).logits, -1)[:, 1].numpy()
+
+
+@pytest.mark.parametrize("backend, runtime", [("neuronx", "torch_neuronx"), ("neuron", "torch_neuron")])
+def test_neuron_job_end_to_end_on_the_task_core(spark, tiny_models, pairs, workers_see_the_double, tmp_path, capsys,
+                                                backend, runtime):
+    path, df = pairs
+    model = tmp_path / f"pairs-{backend}"
+    compile_neuron(tiny_models, model, backend)
+    out = tmp_path / "out"
+    rc, summary, err = run_job(main, capsys, input=path, output=out, model=model, run_date="2026-02-03",
+                               backend=backend, device="neuron:0", num_partitions=2)
+    assert rc == 0, err
+    assert summary["backend"] == backend and summary["devices"] == ["neuron:0"]
+    assert summary["rows_out"] == summary["ok"] == len(df)
+    assert summary["padding_efficiency"] <= 1.0 and summary["engine_loads"] >= 1
+
+    imports = [json.loads(l) for l in workers_see_the_double.read_text().splitlines()]
+    assert imports, "the double was never imported in a Spark worker"
+    assert all(r["module"] == runtime and r["NEURON_RT_VISIBLE_CORES"] == "0" for r in imports)
+    assert os.getpid() not in {r["pid"] for r in imports}  # it ran in Spark's Python workers
+
+    res = read_partition(out, "2026-02-03").set_index("pair_id").loc[df.pair_id]
+    np.testing.assert_allclose(res.score.to_numpy(), _reference_scores(tiny_models, df), atol=1e-5)
+
+
+def test_tensorrt_artifact_with_auto_falls_back_to_onnx_on_a_cpu_box(spark, compile_artifact, pairs, tmp_path,
+                                                                      capsys):
+    from engines.hardware import detect
+
+    if detect().cuda:
+        pytest.skip("this machine has a GPU; the fallback needs one without")
+    path, df = pairs
+    with pytest.warns(BackendFallbackWarning, match="falls back to ONNX Runtime on the CPU"):
+        rc, summary, err = run_job(main, capsys, input=path, output=tmp_path / "out", backend="auto",
+                                   model=compile_artifact("pair-classification", "tensorrt"), run_date="2026-02-04")
+    assert rc == 0, err
+    assert summary["backend"] == "onnx" and summary["devices"] == ["cpu"] and summary["ok"] == len(df)
+
+
+def test_explicit_tensorrt_without_a_gpu_fails_with_a_clear_error(spark, compile_artifact, pairs, tmp_path, capsys):
+    try:
+        import tensorrt  # noqa: F401
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("this machine can run TensorRT")
+    except ImportError:
+        pass
+    path, _ = pairs
+    rc, _, err = run_job(main, capsys, input=path, output=tmp_path / "out", backend="tensorrt",
+                         model=compile_artifact("pair-classification", "tensorrt"), run_date="2026-02-05")
+    assert rc == 1
+    assert "EngineUnavailableError" in err and "backend tensorrt needs" in err

@@ -1,0 +1,168 @@
+"""The duplicates job on a real standalone Spark cluster: resource-scheduled executors and faults.
+
+One master and two workers (1 core, 1 GiB each) on 127.0.0.1. Each worker advertises one `gpu`
+and one `neuroncore` address through a discovery script, as an accelerator host does; the job
+is launched with `spark-submit` and asks for one address per executor and per task. The ONNX
+Runtime CPU engine stands in for the device: these tests prove Spark's scheduling and the
+scorer's plumbing of the addresses (which task got which address, which worker loaded what),
+not a real CUDA or Neuron binding (the `gpu` / `neuron` hardware tests do that).
+"""
+from __future__ import annotations
+
+import collections
+import re
+import shutil
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.jobhelpers import pairs_frame, read_partition
+from tests.standalone import StandaloneCluster, alive, descendants, listening_addresses
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900),
+              pytest.mark.skipif(shutil.which("java") is None, reason="needs a Java runtime for Spark")]
+
+ADDRESSES = [["0"], ["1"]]  # per worker: one device each, as on a host whose devices are split between workers
+PARTITIONS = 6
+RUN_DATE = "2026-07-01"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with StandaloneCluster(tmp_path_factory.mktemp("cluster"), resources={"gpu": ADDRESSES, "neuroncore": ADDRESSES},
+                           cores=1, memory="1g") as c:
+        yield c
+        started = c.pids()
+    assert not [p for p in started if alive(p)], "cluster processes outlived stop()"
+
+
+@pytest.fixture(scope="module")
+def model(compile_artifact):
+    return compile_artifact("pair-classification")
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    df = pairs_frame(3000, seed=11)
+    path = tmp_path_factory.mktemp("cluster-in") / "pairs.parquet"
+    df.to_parquet(path)
+    return path, df
+
+
+def run_job(cluster, model, pairs, out, resource: str, name: str, fault: str | None = None, fault_dir=None,
+            watch=None):
+    path, _ = pairs
+    conf = {
+        f"spark.executor.resource.{resource}.amount": "1",
+        f"spark.task.resource.{resource}.amount": "1",
+        # start scoring only once both executors are up, so both workers take tasks
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
+        "spark.task.maxFailures": "4",
+    }
+    if fault:
+        conf["spark.executorEnv.ACCEL_SCORING_FAULT"] = fault
+        conf["spark.executorEnv.ACCEL_SCORING_FAULT_ONCE_DIR"] = str(fault_dir)  # markers: each fault fires once
+    result = cluster.submit("jobs/duplicates.py", [
+        "--input", path, "--output", out, "--model", model, "--run-date", RUN_DATE,
+        "--num-partitions", PARTITIONS, "--arrow-batch-rows", 200, "--batch-tokens", 4096,
+    ], conf=conf, name=name, on_start=watch)
+    print(f"{name}: rc={result.rc} in {result.seconds:.1f}s")
+    assert result.rc == 0 and result.summary, (
+        f"{name} exited {result.rc}\n--- driver ---\n{result.stderr[-6000:]}\n{cluster.describe_logs(20)}")
+    return result
+
+
+def assert_once_each(result, df, out):
+    res = read_partition(out, RUN_DATE)
+    s = result.summary
+    assert s["rows_in"] == s["rows_out"] == len(res) == len(df)
+    assert res.pair_id.is_unique and set(res.pair_id) == set(df.pair_id)  # 0 rows lost, 0 rows doubled
+    assert (res.status == "ok").all()
+    return res.set_index("pair_id").sort_index()
+
+
+def check_resource_plumbing(summary, resource: str) -> dict[str, set[int]]:
+    """Every task got exactly one address of `resource` from Spark, a Python worker kept one
+    address for its life and loaded the engine at most once. Returns address -> worker pids."""
+    advertised = {a for per_worker in ADDRESSES for a in per_worker}
+    pids_by_address: dict[str, set[int]] = collections.defaultdict(set)
+    addresses_by_pid: dict[int, set[str]] = collections.defaultdict(set)
+    loads = collections.Counter()
+    for t in summary["tasks"]:
+        assert set(t["resources"]) == {resource}, t  # only what the job asked for
+        (address,) = t["resources"][resource]  # exactly one address per task
+        assert address in advertised, t
+        assert t["device"] == "cpu", t  # the CPU engine stands in for the device
+        pids_by_address[address].add(t["pid"])
+        addresses_by_pid[t["pid"]].add(address)
+        loads[t["pid"]] += int(t["loaded"])
+    assert {p: a for p, a in addresses_by_pid.items() if len(a) != 1} == {}  # a worker never changes device
+    assert max(loads.values()) == 1, loads  # and never loads its engine twice
+    assert summary["engine_loads"] == sum(loads.values())
+    assert {t["partition"] for t in summary["tasks"]} == set(range(PARTITIONS))
+    return pids_by_address
+
+
+@pytest.fixture(scope="module")
+def clean_gpu_run(cluster, model, pairs, tmp_path_factory):
+    """The reference: no faults, one `gpu` address per executor and per task."""
+    out = tmp_path_factory.mktemp("gpu-out")
+    seen: set[str] = set()
+
+    def watch(proc):  # while the job runs, every listening socket of every process is on 127.0.0.1
+        while proc.poll() is None:
+            seen.update(listening_addresses(cluster.pids() + [proc.pid] + descendants(proc.pid)))
+            time.sleep(1.0)
+
+    result = run_job(cluster, model, pairs, out, "gpu", "gpu-clean", watch=watch)
+    return result, out, seen
+
+
+def test_each_task_runs_on_the_gpu_address_spark_gave_it(clean_gpu_run, pairs):
+    result, out, listening = clean_gpu_run
+    assert_once_each(result, pairs[1], out)
+    pids_by_address = check_resource_plumbing(result.summary, "gpu")
+    # Both workers scored; each device was used by exactly one Python worker, which loaded the
+    # engine exactly once: no address was shared by two workers, nothing was loaded per task.
+    assert set(pids_by_address) == {"0", "1"}
+    assert all(len(pids) == 1 for pids in pids_by_address.values()), pids_by_address
+    assert result.summary["engine_loads"] == 2
+    assert all(t["attempt"] == 0 for t in result.summary["tasks"])
+    assert listening == {"127.0.0.1"}
+
+
+def test_killed_workers_executors_and_exceptions_lose_and_double_nothing(cluster, model, pairs, clean_gpu_run,
+                                                                         tmp_path_factory):
+    """On `neuroncore` addresses, three faults in one job, each on the first attempt of its own
+    partition: an exception, a SIGKILLed Python worker, a SIGKILLed executor JVM (mid-task,
+    after the task handed Spark some rows). The job finishes, every row once, scores as clean."""
+    faults = {1: "raise_once", 3: "kill_worker", 5: "kill_executor"}
+    out, fired = tmp_path_factory.mktemp("faults-out"), tmp_path_factory.mktemp("faults-fired")
+    result = run_job(cluster, model, pairs, out, "neuroncore", "neuroncore-faults",
+                     fault=",".join(f"{kind}:{p}" for p, kind in faults.items()), fault_dir=fired)
+    assert sorted(p.name for p in fired.iterdir()) == sorted(f"{kind}-{p}" for p, kind in faults.items())
+    res = assert_once_each(result, pairs[1], out)
+    clean = read_partition(clean_gpu_run[1], RUN_DATE).set_index("pair_id").sort_index()
+    np.testing.assert_array_equal(res.score.to_numpy(), clean.score.to_numpy())
+    pd.testing.assert_frame_equal(res, clean)
+    check_resource_plumbing(result.summary, "neuroncore")
+    lost = first_attempt_failures(result.stderr)  # how Spark saw each fault
+    assert "injected fault (ACCEL_SCORING_FAULT=raise_once:1)" in lost[1]
+    # How a dead Python worker or executor shows depends on who notices first; these cover both.
+    assert any(s in lost[3] for s in ("Python worker exited unexpectedly", "crashed", "Connection reset",
+                                      "EOFException", "Broken pipe")), lost[3]
+    assert "ExecutorLostFailure" in lost[5], lost[5]
+    print(f"faults injected: {faults}; rows lost: 0, rows doubled: 0; "
+          f"first attempts lost to: { {p: r.splitlines()[0][:120] for p, r in lost.items()} }")
+
+
+def first_attempt_failures(driver_log: str) -> dict[int, str]:
+    """partition -> the reason (with its stack trace) the driver logged for its first attempt's loss."""
+    lost = {}
+    pattern = r"WARN TaskSetManager: Lost task (\d+)\.0 in stage \S+ \(TID \d+\) \([^)]*\): (.*?)\n(?=\d\d/\d\d/\d\d )"
+    for m in re.finditer(pattern, driver_log, re.S):
+        lost.setdefault(int(m.group(1)), m.group(2))
+    return lost

@@ -1,0 +1,184 @@
+"""Hardware probes, Spark resource discovery scripts and device binding, with canned tool output.
+
+Contract tests only: nothing here touches a GPU or a NeuronCore.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engines import hardware
+from engines.base import Device
+from udfs.device import bind_device, parse_device
+
+ROOT = Path(__file__).resolve().parent.parent
+CANNED = Path(__file__).resolve().parent / "canned"
+SCRIPTS = ROOT / "emr" / "scripts"
+
+
+@pytest.fixture
+def fake_tools(tmp_path, monkeypatch):
+    """fake_tools(nvidia_smi=text, neuron_ls=text): executables on a PATH that holds only them."""
+
+    def install(**outputs):
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        for name, text in outputs.items():
+            tool = bin_dir / name.replace("_", "-")
+            (tmp_path / f"{tool.name}.out").write_text(text)
+            tool.write_text(f"#!/bin/sh\ncat '{tmp_path / (tool.name + '.out')}'\n")
+            tool.chmod(0o755)
+        # Only these and the shell tools the scripts need are reachable; a real nvidia-smi or
+        # neuron-ls on this machine is not.
+        for name in ("bash", "sh", "cat"):
+            link = bin_dir / name
+            if not link.exists():
+                link.symlink_to(shutil.which(name))
+        monkeypatch.setenv("PATH", str(bin_dir))
+        monkeypatch.delenv("NEURON_RT_VISIBLE_CORES", raising=False)
+        return bin_dir
+
+    return install
+
+
+def _run_script(name: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    script = SCRIPTS / name
+    cmd = [sys.executable, str(script)] if name.endswith(".py") else ["bash", str(script)]
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=30)
+
+
+# ------------------------------------------------------------------ discovery scripts
+
+
+def test_gpu_discovery_script_prints_resource_information(fake_tools):
+    fake_tools(nvidia_smi=(CANNED / "nvidia-smi-4gpu.txt").read_text())
+    done = _run_script("get_gpus.sh")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"name": "gpu", "addresses": ["0", "1", "2", "3"]}
+
+
+def test_gpu_discovery_script_fails_loudly_without_nvidia_smi(fake_tools):
+    fake_tools()
+    done = _run_script("get_gpus.sh")
+    assert done.returncode == 1 and "nvidia-smi not found" in done.stderr and done.stdout == ""
+
+
+@pytest.mark.parametrize("canned, expected", [
+    ("neuron-ls-inf2-xlarge.json", ["0", "1"]),
+    ("neuron-ls-inf2-24xlarge.json", [str(i) for i in range(12)]),
+    ("neuron-ls-per-device-ids.json", [str(i) for i in range(16)]),
+])
+def test_neuroncore_discovery_script_reads_neuron_ls(fake_tools, canned, expected):
+    fake_tools(neuron_ls=(CANNED / canned).read_text())
+    done = _run_script("get_neuroncores.py")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"name": "neuroncore", "addresses": expected}
+    assert hardware.parse_neuron_ls((CANNED / canned).read_text()) == expected  # the probe agrees
+
+
+def test_neuroncore_discovery_script_prefers_the_device_plugins_cores(fake_tools):
+    fake_tools(neuron_ls=(CANNED / "neuron-ls-inf2-24xlarge.json").read_text())
+    done = _run_script("get_neuroncores.py", {"NEURON_RT_VISIBLE_CORES": "4-5,9"})
+    assert json.loads(done.stdout) == {"name": "neuroncore", "addresses": ["4", "5", "9"]}
+
+
+def test_neuroncore_discovery_script_fails_loudly_without_tools(fake_tools):
+    fake_tools()
+    done = _run_script("get_neuroncores.py")
+    assert done.returncode == 1 and "neuron-ls" in done.stderr and done.stdout == ""
+
+
+def test_discovery_scripts_are_executable_and_parse():
+    for name in ("get_gpus.sh", "get_neuroncores.py"):
+        assert os.access(SCRIPTS / name, os.X_OK), f"{name} must be executable for Spark"
+    assert subprocess.run(["bash", "-n", str(SCRIPTS / "get_gpus.sh")]).returncode == 0
+
+
+# ------------------------------------------------------------------ probes
+
+
+def test_local_probes_use_the_tools(fake_tools):
+    fake_tools(nvidia_smi=(CANNED / "nvidia-smi-4gpu.txt").read_text(),
+               neuron_ls=(CANNED / "neuron-ls-inf2-24xlarge.json").read_text())
+    assert hardware.local_gpus() == 4
+    assert hardware.local_neuron_cores() == 12
+    assert hardware.neuron_instance_type() == "inf2.24xlarge"
+    assert hardware.neuron_device_present()
+
+
+def test_neuron_probe_counts_the_device_plugins_cores(fake_tools, monkeypatch):
+    fake_tools()
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "2-3")
+    assert hardware.local_neuron_cores() == 2
+    assert not hardware.neuron_device_present()  # the variable alone is not a device
+
+
+def test_parse_core_list():
+    assert hardware.parse_core_list("3") == ["3"]
+    assert hardware.parse_core_list("0-2, 5") == ["0", "1", "2", "5"]
+    with pytest.raises(ValueError, match="not a NeuronCore list"):
+        hardware.parse_core_list("nc0")
+
+
+def test_spark_conf_resources_describe_the_executors():
+    hw = hardware.from_spark_conf({"spark.executor.resource.gpu.amount": "1"})
+    assert hw == hardware.Hardware(gpus=1, neuron_cores=0, source="spark executor resources") and hw.cuda
+    assert hardware.from_spark_conf({"spark.executor.cores": "4"}) is None
+
+
+def test_neuron_generations():
+    assert hardware.neuron_generation("inf2.xlarge") == hardware.neuron_generation("trn1") == "v2"
+    assert hardware.neuron_generation("inf1.6xlarge") == "v1" != hardware.neuron_generation("inf2")
+    assert hardware.neuron_generation("g5.xlarge") is None
+
+
+@pytest.mark.parametrize("address, visible, count, expected", [
+    ("3", None, 1, 0),        # YARN isolation: the one visible GPU is ordinal 0 whatever its host index
+    ("1", None, 4, 1),
+    ("5", "4,5", 2, 1),       # CUDA_VISIBLE_DEVICES renumbers
+    (None, None, 2, 0),
+])
+def test_cuda_ordinal(address, visible, count, expected):
+    assert hardware.cuda_ordinal(address, visible, count) == expected
+
+
+def test_cuda_ordinal_rejects_an_address_it_cannot_see():
+    with pytest.raises(ValueError, match="not one of the 2 devices"):
+        hardware.cuda_ordinal("7", None, 2)
+    with pytest.raises(ValueError, match="no CUDA device"):
+        hardware.cuda_ordinal("0", None, 0)
+
+
+# ------------------------------------------------------------------ device binding
+
+
+def test_task_resource_beats_explicit_device_beats_default():
+    assert bind_device("tensorrt", "cuda:1", {"gpu": ["0"]}) == Device("cuda", "0")
+    assert bind_device("tensorrt", "cuda:1", {}) == Device("cuda", "1")
+    assert bind_device("tensorrt", None, {}) == Device("cuda")
+    assert bind_device("neuronx", "neuron:0", {}) == Device("neuron", "0")
+    assert bind_device("neuron", None, {"neuroncore": ["7"]}) == Device("neuron", "7")
+    assert bind_device("onnx", None, {"gpu": ["0"]}) == Device()
+
+
+def test_fractional_gpu_amount_gives_tasks_the_same_address():
+    """spark.task.resource.gpu.amount=0.5: two tasks (two Python workers) share GPU "0".
+
+    Each worker binds the same device and keys its engine cache by it, so the GPU holds two
+    engines, one per worker (Triton-style instance groups)."""
+    first = bind_device("tensorrt", None, {"gpu": ["0"]})
+    second = bind_device("tensorrt", None, {"gpu": ["0"]})
+    assert first == second == Device("cuda", "0") and str(first) == "cuda:0"
+
+
+def test_explicit_device_must_fit_the_backend():
+    with pytest.raises(ValueError, match="--device neuron:0 does not fit backend tensorrt"):
+        bind_device("tensorrt", "neuron:0", {})
+    with pytest.raises(ValueError, match="does not fit backend neuronx, which runs on neuron:N"):
+        bind_device("neuronx", "cuda:0", {})
+    assert parse_device("neuron") == Device("neuron")

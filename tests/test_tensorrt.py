@@ -1,0 +1,515 @@
+"""TensorRT backend: what is ours is tested on the CPU (profiles, cache keys and locking, the build
+call sequence against a recording fake, target checks, the compile step, clear errors); the
+`gpu`-marked tests build and run real plans and skip without CUDA and TensorRT.
+"""
+import dataclasses
+import json
+import subprocess
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engines import trt_build
+from engines.artifact import open_artifact
+from engines.base import Device
+from engines.errors import ArtifactError, EngineUnavailableError, TargetMismatchError
+from engines.hardware import Hardware
+from engines.registry import BackendFallbackWarning, resolve_backend
+from engines.tensorrt import check_target
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cuda_and_tensorrt() -> bool:
+    try:
+        import tensorrt  # noqa: F401
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def requires_cuda(test):
+    """Marks a test `gpu` and skips it unless CUDA and TensorRT are both usable here."""
+    return pytest.mark.gpu(pytest.mark.skipif(not _cuda_and_tensorrt(), reason="needs a CUDA GPU and TensorRT")(test))
+
+
+# ------------------------------------------------------------------ profiles
+
+
+def test_one_profile_per_bucket_covering_every_length():
+    profiles = trt_build.profiles_for([(128, 32), (64, 64), (32, 128)], max_seq_len=128, max_tokens=8192)
+    assert [(p.min, p.opt, p.max) for p in profiles] == [
+        ((1, 1), (128, 32), (256, 32)),
+        ((1, 33), (64, 64), (128, 64)),
+        ((1, 65), (32, 128), (64, 128)),
+    ]
+    for seq in range(1, 129):  # every padded length lands in exactly one profile
+        assert sum(p.min[1] <= seq <= p.max[1] for p in profiles) == 1
+        assert profiles[trt_build.profile_index(profiles, seq)].covers(1, seq)
+    with pytest.raises(ValueError, match="outside every TensorRT profile"):
+        trt_build.profile_index(profiles, 129)
+
+
+def test_profiles_reach_max_seq_len_and_clip_longer_buckets():
+    profiles = trt_build.profiles_for([(16, 64), (4, 512)], max_seq_len=100, max_tokens=4096)
+    assert [p.max_seq for p in profiles] == [64, 100]
+    assert profiles[-1].opt == (4, 100) and profiles[-1].max_batch == 40
+    with pytest.raises(ValueError, match="at least one"):
+        trt_build.profiles_for([], 128)
+
+
+def test_build_spec_round_trips():
+    spec = trt_build.BuildSpec(onnx="tensorrt/model.fp16.onnx", precision="fp16",
+                               profiles=tuple(trt_build.profiles_for([(32, 128)], 128)))
+    assert trt_build.BuildSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    with pytest.raises(ValueError, match="precision must be one of"):
+        dataclasses.replace(spec, precision="int8")
+
+
+# ------------------------------------------------------------------ cache keys and locking
+
+
+def _spec(precision="fp16", buckets=((32, 128),)):
+    return trt_build.BuildSpec(onnx="m.onnx", precision=precision, profiles=tuple(trt_build.profiles_for(buckets, 128)))
+
+
+def test_plan_cache_key_changes_with_everything_that_shapes_a_plan():
+    base = trt_build.plan_cache_key("10.9.0", (8, 6), _spec(), "a" * 64)
+    assert base.startswith("trt10.9.0-sm86-fp16-") and base == trt_build.plan_cache_key("10.9.0", (8, 6), _spec(), "a" * 64)
+    others = {
+        trt_build.plan_cache_key("10.9.1", (8, 6), _spec(), "a" * 64),
+        trt_build.plan_cache_key("10.9.0", (8, 9), _spec(), "a" * 64),
+        trt_build.plan_cache_key("10.9.0", (8, 6), _spec("fp32"), "a" * 64),
+        trt_build.plan_cache_key("10.9.0", (8, 6), _spec(buckets=((16, 128),)), "a" * 64),
+        trt_build.plan_cache_key("10.9.0", (8, 6), _spec(), "b" * 64),
+    }
+    assert base not in others and len(others) == 5
+
+
+def test_cached_plan_builds_once_under_concurrent_workers(tmp_path):
+    calls = []
+
+    def build():
+        calls.append(threading.get_ident())
+        time.sleep(0.3)  # long enough for every other thread to reach the lock
+        return b"plan-bytes"
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(trt_build.cached_plan("k", build, tmp_path)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+    assert sorted(how for _, how in results) == ["built", "cache", "cache", "cache"]
+    assert {p.read_bytes() for p, _ in results} == {b"plan-bytes"}
+    assert not list(tmp_path.glob(".*tmp"))  # the temporary file was renamed into place
+
+
+def test_cached_plan_locks_across_processes(tmp_path):
+    """Two worker processes race for one key: one builds, the other waits and reuses it."""
+    code = (
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from engines import trt_build\n"
+        "def build():\n"
+        "    open(sys.argv[3], 'a').write('built\\n'); time.sleep(0.5); return b'p'\n"
+        "print(trt_build.cached_plan('key', build, sys.argv[2])[1])\n"
+    )
+    log = tmp_path / "builds.log"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(ROOT), str(tmp_path / "cache"), str(log)],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = sorted(p.communicate(timeout=60)[0].strip() for p in procs)
+    assert outs == ["built", "cache"] and log.read_text() == "built\n"
+
+
+def test_plan_shipped_in_the_artifact_wins(tmp_path):
+    shipped = tmp_path / "plans"
+    shipped.mkdir()
+    (shipped / "k.plan").write_bytes(b"shipped")
+    path, how = trt_build.cached_plan("k", lambda: pytest.fail("must not build"), tmp_path / "cache", shipped)
+    assert how == "artifact" and path.read_bytes() == b"shipped"
+
+
+def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("ACCEL_SCORING_CACHE", str(tmp_path))
+    assert trt_build.cache_root() == tmp_path / "tensorrt"
+    monkeypatch.delenv("ACCEL_SCORING_CACHE")
+    assert trt_build.cache_root() == Path("/tmp/accel-scoring-cache/tensorrt")
+
+
+# ------------------------------------------------------------------ the build, against a recording fake
+
+
+class RecordingTrt:
+    """A stand-in for the `tensorrt` module with TensorRT 11's surface: no FP16/BF16/INT8 builder
+    flags. Records the calls, so it proves the build is strongly typed and sets a profile per
+    input per bucket. Says nothing about whether TensorRT accepts our graph."""
+
+    class Logger:
+        WARNING = 2
+
+        def __init__(self, level):
+            self.level = level
+
+    class NetworkDefinitionCreationFlag:
+        STRONGLY_TYPED = 5
+
+    class MemoryPoolType:
+        WORKSPACE = "workspace"
+
+    class BuilderFlag:
+        VERSION_COMPATIBLE = "version_compatible"
+
+    def __init__(self, parse_ok=True, plan=b"serialized"):
+        self.calls = []
+        self.parse_ok, self.plan = parse_ok, plan
+        outer = self
+
+        class Network:
+            num_inputs = 3
+
+            def get_input(self, i):
+                return types.SimpleNamespace(name=("input_ids", "attention_mask", "token_type_ids")[i])
+
+        class Profile:
+            def __init__(self):
+                self.shapes = {}
+
+            def set_shape(self, name, mn, opt, mx):
+                self.shapes[name] = (tuple(mn), tuple(opt), tuple(mx))
+
+        class Config:
+            builder_optimization_level = None
+
+            def __init__(self):
+                self.profiles, self.flags, self.pools = [], [], {}
+
+            def set_memory_pool_limit(self, pool, size):
+                self.pools[pool] = size
+
+            def set_flag(self, flag):
+                self.flags.append(flag)
+
+            def add_optimization_profile(self, p):
+                self.profiles.append(p)
+
+        class Builder:
+            def __init__(self, logger):
+                outer.calls.append(("Builder", logger.level))
+
+            def create_network(self, flags):
+                outer.calls.append(("create_network", flags))
+                return Network()
+
+            def create_builder_config(self):
+                outer.config = Config()
+                return outer.config
+
+            def create_optimization_profile(self):
+                return Profile()
+
+            def build_serialized_network(self, network, config):
+                outer.calls.append(("build", len(config.profiles)))
+                return outer.plan
+
+        class OnnxParser:
+            num_errors = 1
+
+            def __init__(self, network, logger):
+                pass
+
+            def parse_from_file(self, path):
+                outer.calls.append(("parse", path))
+                return outer.parse_ok
+
+            def get_error(self, i):
+                return "In node 3 (GatherND): unsupported"
+
+        self.Builder, self.OnnxParser = Builder, OnnxParser
+
+
+def test_build_is_strongly_typed_with_a_profile_per_input_and_bucket(tmp_path):
+    trt = RecordingTrt()
+    spec = dataclasses.replace(_spec(buckets=((64, 64), (32, 128))), workspace_mib=1024, optimization_level=2)
+    assert trt_build.build_serialized(trt, tmp_path / "m.onnx", spec) == b"serialized"
+    assert ("create_network", 1 << 5) in trt.calls
+    assert trt.config.flags == []  # precision comes from the graph, never from a builder flag
+    assert trt.config.pools == {"workspace": 1024 << 20} and trt.config.builder_optimization_level == 2
+    assert [p.shapes["input_ids"] for p in trt.config.profiles] == [
+        ((1, 1), (64, 64), (256, 64)), ((1, 65), (32, 128), (128, 128))]
+    assert all(set(p.shapes) == {"input_ids", "attention_mask", "token_type_ids"} for p in trt.config.profiles)
+
+
+def test_build_errors_carry_the_parsers_messages(tmp_path):
+    with pytest.raises(trt_build.BuildError, match="GatherND"):
+        trt_build.build_serialized(RecordingTrt(parse_ok=False), tmp_path / "m.onnx", _spec())
+    with pytest.raises(trt_build.BuildError, match="failed to build"):
+        trt_build.build_serialized(RecordingTrt(plan=None), tmp_path / "m.onnx", _spec())
+
+
+# ------------------------------------------------------------------ target checks
+
+
+def test_target_checks_compute_capability_and_version():
+    target = {"device": "cuda", "tensorrt_min": "10.4", "tensorrt_below": "12", "min_compute_capability": [8, 0]}
+    check_target(target, "10.9.0.34", (8, 6), "bf16")
+    with pytest.raises(TargetMismatchError, match="compute capability 7.5.*needs >= 8.0"):
+        check_target(target, "10.9.0", (7, 5), "bf16")
+    with pytest.raises(TargetMismatchError, match="TensorRT 10.3.0 is installed"):
+        check_target(target, "10.3.0", (8, 6), "bf16")
+    with pytest.raises(TargetMismatchError, match="not 'cuda'"):
+        check_target({"device": "neuron"}, "10.9.0", (8, 6), "fp16")
+
+
+# ------------------------------------------------------------------ compile, registry, errors (CPU)
+
+
+@pytest.fixture(scope="module")
+def trt_artifact(compile_artifact):
+    return compile_artifact("pair-classification", "tensorrt")
+
+
+def test_compile_writes_graph_build_spec_and_honest_parity(trt_artifact):
+    m = open_artifact(trt_artifact)
+    assert (m.backend, m.precision) == ("tensorrt", "fp16")
+    assert {"model.onnx", "tensorrt/model.fp16.onnx", "tensorrt/build.json", "parity/probes.npz"} <= set(m.files)
+    assert m.target["device"] == "cuda" and m.target["min_compute_capability"] == [7, 5]
+    assert m.parity["passed"] is None and m.parity["skipped"] == "no GPU at compile time; checked on first build"
+    assert m.parity["onnx_fp32"]["passed"] is True and m.parity["onnx_fp32"]["max_abs_diff"] <= 1e-4
+    assert m.parity["onnx_fp16_cpu"]["passed"] is True
+    spec = trt_build.BuildSpec.read(trt_artifact)
+    assert spec.onnx == "tensorrt/model.fp16.onnx" and spec.profiles[-1].max_seq == m.max_seq_len
+    assert [p.opt for p in spec.profiles] == list(m.buckets)
+
+
+def test_fp16_and_bf16_graphs_keep_fp32_io_and_norms(trt_artifact, tmp_path):
+    import onnx
+    from onnx import TensorProto
+
+    from engines.accel_compile import convert_precision
+
+    convert_precision(trt_artifact / "model.onnx", tmp_path / "bf16.onnx", "bf16")
+    for path, half in ((trt_artifact / "tensorrt/model.fp16.onnx", TensorProto.FLOAT16),
+                       (tmp_path / "bf16.onnx", TensorProto.BFLOAT16)):
+        model = onnx.load(str(path))
+        onnx.checker.check_model(model, full_check=True)
+        assert [i.type.tensor_type.elem_type for i in model.graph.input] == [TensorProto.INT64] * 3
+        assert model.graph.output[0].type.tensor_type.elem_type == TensorProto.FLOAT
+        types_used = {t.data_type for t in model.graph.initializer}
+        assert half in types_used and ({TensorProto.FLOAT16, TensorProto.BFLOAT16} - {half}).isdisjoint(types_used)
+        norms = [n for n in model.graph.node if n.op_type == "LayerNormalization"]
+        inits = {t.name: t.data_type for t in model.graph.initializer}
+        assert norms and all(inits.get(n.input[1], TensorProto.FLOAT) == TensorProto.FLOAT for n in norms)
+
+
+def test_bf16_weights_round_to_nearest(tmp_path, trt_artifact):
+    import onnx
+    from onnx import numpy_helper
+
+    from engines.accel_compile import convert_precision
+
+    convert_precision(trt_artifact / "model.onnx", tmp_path / "bf16.onnx", "bf16")
+    fp32 = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(trt_artifact / "model.onnx")).graph.initializer}
+    for t in onnx.load(str(tmp_path / "bf16.onnx")).graph.initializer:
+        if t.data_type != onnx.TensorProto.BFLOAT16 or t.name not in fp32:
+            continue
+        bits = np.frombuffer(t.raw_data, dtype=np.uint16).astype(np.uint32) << 16
+        values = bits.view(np.float32).reshape(fp32[t.name].shape)
+        ref = np.clip(fp32[t.name], -3.3895313892515355e38, 3.3895313892515355e38)  # mask fill stays finite
+        assert np.isfinite(values).all() and np.allclose(values, ref, rtol=2 ** -8, atol=1e-38), t.name
+
+
+def test_bf16_graph_wiring_matches_when_widened_back_to_fp32(tmp_path, trt_artifact):
+    """ONNX Runtime has no CPU bf16 kernels; widening every bf16 tensor back to fp32 runs the
+    converted graph's wiring (casts, blocked norms) with bf16-rounded weights."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, numpy_helper
+
+    from engines import parity
+    from engines.accel_compile import convert_precision
+
+    convert_precision(trt_artifact / "model.onnx", tmp_path / "bf16.onnx", "bf16")
+    model = onnx.load(str(tmp_path / "bf16.onnx"))
+
+    def widen(t):
+        bits = np.frombuffer(t.raw_data, dtype=np.uint16).astype(np.uint32) << 16
+        return numpy_helper.from_array(bits.view(np.float32).reshape(tuple(t.dims)), t.name)
+
+    for i, t in enumerate(list(model.graph.initializer)):
+        if t.data_type == TensorProto.BFLOAT16:
+            model.graph.initializer[i].CopyFrom(widen(t))
+    for node in model.graph.node:
+        for attr in node.attribute:
+            if attr.name == "to" and attr.i == TensorProto.BFLOAT16:
+                attr.i = TensorProto.FLOAT
+            elif attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type == TensorProto.BFLOAT16:
+                attr.t.CopyFrom(widen(attr.t))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    batches, refs = parity.load_probes(trt_artifact / parity.PROBES_FILE)
+    gots = [session.run(["logits"], feed)[0] for feed in batches]
+    record = parity.compare(refs, gots, "pair-classification", "bf16")
+    assert record["passed"] and record["label_agreement"] == 1.0, record
+
+
+def test_auto_uses_the_gpu_when_there_is_one_and_falls_back_with_a_warning(trt_artifact):
+    m = open_artifact(trt_artifact)
+    assert resolve_backend("auto", m, Hardware(gpus=1)) == "tensorrt"
+    with pytest.warns(BackendFallbackWarning, match="no NVIDIA GPU found .*falls back to ONNX Runtime"):
+        assert resolve_backend("auto", m, Hardware()) == "onnx"
+    assert resolve_backend("onnx", m) == "onnx"  # the artifact carries model.onnx
+    assert resolve_backend("tensorrt", m) == "tensorrt"
+    with pytest.raises(ArtifactError, match="--backend neuronx cannot run it"):
+        resolve_backend("neuronx", m)
+
+
+def test_onnx_artifacts_do_not_run_on_tensorrt(compile_artifact):
+    m = open_artifact(compile_artifact("pair-classification"))
+    with pytest.raises(ArtifactError, match="compiled for backend 'onnx'; --backend tensorrt cannot run it"):
+        resolve_backend("tensorrt", m)
+    assert resolve_backend("auto", m, Hardware(gpus=8)) == "onnx"  # auto never changes an artifact's numerics
+
+
+def test_without_tensorrt_the_error_names_what_is_missing_and_the_fix(trt_artifact, monkeypatch):
+    from engines.tensorrt import TensorRTEngine
+
+    monkeypatch.setitem(sys.modules, "tensorrt", None)  # import tensorrt -> ImportError
+    engine = TensorRTEngine(trt_artifact, open_artifact(trt_artifact), Device("cuda", "0"))
+    with pytest.raises(EngineUnavailableError, match=r"needs tensorrt, not importable .*accel-scoring\[gpu\]"):
+        engine.load()
+
+
+@pytest.mark.skipif(_cuda_and_tensorrt(), reason="checks the no-GPU message")
+def test_without_a_gpu_the_error_says_so(trt_artifact, monkeypatch):
+    pytest.importorskip("torch")
+    from engines.tensorrt import TensorRTEngine
+
+    monkeypatch.setitem(sys.modules, "tensorrt", types.ModuleType("tensorrt"))
+    engine = TensorRTEngine(trt_artifact, open_artifact(trt_artifact), Device("cuda", "0"))
+    with pytest.raises(EngineUnavailableError, match="needs a CUDA GPU.*--backend onnx"):
+        engine.load()
+
+
+def test_compile_rejects_options_that_do_not_fit_the_backend(tiny_models, tmp_path, capsys):
+    from engines import compile as compile_cli
+
+    base = ["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification", "--out", str(tmp_path / "x")]
+    assert compile_cli.main(base + ["--backend", "onnx", "--precision", "fp16"]) == 2
+    assert "--precision fp16 is not available for --backend onnx" in capsys.readouterr().err
+    assert compile_cli.main(base + ["--backend", "onnx", "--build"]) == 2
+    assert "--build only applies to --backend tensorrt" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+# ------------------------------------------------------------------ on a GPU
+
+
+@requires_cuda
+def test_plan_builds_runs_and_matches_onnx_runtime(trt_artifact, tmp_path, monkeypatch):
+    from engines.registry import engine_class
+
+    monkeypatch.setenv("ACCEL_SCORING_CACHE", str(tmp_path))
+    m = open_artifact(trt_artifact)
+    engine = engine_class("tensorrt")(trt_artifact, m, Device("cuda", "0")).load()
+    assert engine.plan_source == "built" and engine.parity_record["passed"] is True
+    cpu = engine_class("onnx")(trt_artifact, m).load()
+    rng = np.random.default_rng(0)
+    for batch, seq in ((1, 8), (7, 40), (300, 64), (33, 128)):  # 300 rows exceed the profile: split
+        ids = rng.integers(1000, 2000, (batch, seq))
+        mask = np.ones_like(ids)
+        mask[:, seq // 2:] = rng.integers(0, 2, (batch, seq - seq // 2))
+        mask[:, 0] = 1
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        np.testing.assert_allclose(engine.submit(feed).result(), cpu.infer(feed), atol=2e-2)
+    again = engine_class("tensorrt")(trt_artifact, m, Device("cuda", "0")).load()
+    assert again.plan_source == "cache"
+    engine.close()
+    again.close()
+
+
+@requires_cuda
+def test_compile_build_ships_a_checked_plan(tiny_models, tmp_path):
+    from engines import compile as compile_cli
+
+    out = tmp_path / "built"
+    assert compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",
+                             "--backend", "tensorrt", "--build", "--out", str(out), "--max-seq-len", "64"]) == 0
+    m = open_artifact(out)
+    assert m.parity["passed"] is True and any(f.startswith("tensorrt/plans/") for f in m.files)
+
+
+# ------------------------------------------------------------------ the runtime path, on an emulated GPU
+
+
+@pytest.fixture(params=["INT32", "INT64"])
+def emulated_gpu(request, monkeypatch, tmp_path):
+    """TensorRTEngine with tests/fake_tensorrt.py standing in for tensorrt and torch.cuda."""
+    from tests.fake_tensorrt import FakeCuda, FakeTensorRT, fake_torch
+
+    cuda = FakeCuda()
+    trt = FakeTensorRT(cuda, input_dtype=request.param)
+    monkeypatch.setattr("engines.tensorrt._import_runtime", lambda: (trt, fake_torch(cuda)))
+    builds = []
+
+    def build(trt_module, onnx_path, spec, names, logger):
+        builds.append(Path(onnx_path).name)
+        return FakeTensorRT.plan_bytes(onnx_path, spec.profiles, names, "logits")
+
+    monkeypatch.setattr(trt_build, "build_serialized", build)
+    monkeypatch.setenv("ACCEL_SCORING_CACHE", str(tmp_path / "cache"))
+    return trt, builds
+
+
+def _random_feed(rng, batch, seq):
+    ids = rng.integers(1000, 2000, (batch, seq))
+    mask = np.ones_like(ids)
+    mask[-1, max(1, seq // 2):] = 0
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+
+
+def test_runtime_path_builds_once_switches_profiles_splits_and_pipelines(trt_artifact, emulated_gpu):
+    from engines.registry import engine_class
+    from engines.tensorrt import TensorRTEngine
+
+    trt, builds = emulated_gpu
+    m = open_artifact(trt_artifact)
+    engine = TensorRTEngine(trt_artifact, m, Device("cuda", "0")).load()
+    assert engine.plan_source == "built" and builds == ["model.fp16.onnx"]
+    assert engine.parity_record["passed"] is True  # the stored probes, through the emulated runtime
+    cpu = engine_class("onnx")(trt_artifact, m).load()
+    rng = np.random.default_rng(0)
+    shapes = [(1, 8), (7, 40), (600, 32), (33, 128), (2, 64), (5, 8)]
+    trt.executions.clear()
+    handles = [(feed, engine.submit(feed)) for feed in (_random_feed(rng, b, s) for b, s in shapes)]
+    for feed, handle in handles:  # more submitted than slots: earlier results must survive reuse
+        np.testing.assert_allclose(handle.result(), cpu.infer(feed), atol=1e-3)
+    assert [p for p, _ in trt.executions] == [0, 1, 0, 0, 2, 1, 0]
+    assert [s for p, s in trt.executions if s[1] == 32] == [(512, 32), (88, 32)]  # split at the profile's max
+    again = TensorRTEngine(trt_artifact, m, Device("cuda", "0")).load()
+    assert again.plan_source == "cache" and len(builds) == 1
+    engine.close()
+    again.close()
+
+
+def test_scorer_keeps_two_batches_in_flight_on_the_emulated_gpu(trt_artifact, emulated_gpu):
+    from engines.registry import engine_class
+    from engines.tensorrt import TensorRTEngine
+    from udfs.execute import run_encoded
+    from udfs.tokenize import Encoded
+
+    m = open_artifact(trt_artifact)
+    engine = TensorRTEngine(trt_artifact, m, Device("cuda", "0")).load()
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(3, 129, 300)
+    enc = Encoded([rng.integers(1000, 2000, n) for n in lengths], [np.zeros(n, dtype=np.int64) for n in lengths],
+                  np.zeros(len(lengths), bool))
+    got = run_encoded(engine, enc, token_budget=2048)
+    want = run_encoded(engine_class("onnx")(trt_artifact, m).load(), enc, token_budget=2048)
+    assert all(e is None for e in got.errors)
+    np.testing.assert_allclose(got.outputs, want.outputs, atol=1e-3)
