@@ -59,7 +59,7 @@ def markdown(r: dict) -> str:
             "Time split: fractions of the job's scoring wall time; worker seconds divided by the cores."]
     d = r.get("dedup")
     if d:
-        out += ["", f"Distinct texts: the {d['side_texts']:,} side texts hold {d['distinct_global']:,} distinct ones; "
+        out += ["", f"Distinct texts: the {d.get('pairs', d['side_texts'] // 2):,} pairs' {d['side_texts']:,} side texts hold {d['distinct_global']:,} distinct ones; "
                 f"the job encoded {d['job_real_tokens']:,} real tokens where encoding every side would take "
                 f"{d['all_sides_real_tokens']:,} ({d['job_real_tokens'] / d['all_sides_real_tokens']:.0%})."]
     if r.get("int8_vs_fp32_job"):
@@ -69,7 +69,8 @@ def markdown(r: dict) -> str:
 
     if r.get("overlap"):
         o = r["overlap"]
-        out += [f"Tokenization overlapped with the engine (`--overlap`), duplicates fp32 on {o['pairs']:,} pairs: "
+        out += [f"Tokenization overlapped with the engine (`--overlap`), duplicates fp32 on {o['pairs']:,} pairs "
+                f"with {o.get('arrow_batch_rows', 'default')} rows per Arrow batch: "
                 f"{o['overlap_seconds']:.1f} s against {o['plain_seconds']:.1f} s without ({o['speedup']:.2f}x); "
                 f"scores identical: max |diff| {o['scores']['max_abs_diff']:.1e}."]
     out += ["", "## Engine only (texts tokenized in advance; best of processes x threads)", "",

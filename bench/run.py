@@ -22,26 +22,26 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 THRESHOLD = 0.80  # MiniLM cosine at which two offers are the same product (bench/demo.py)
-TOKEN_BUDGET = 1024  # the jobs' --batch-tokens default on the CPU (jobs/runner.py)
-BUDGETS = (512, 1024, 2048, 8192)  # the batch-sizing sweep
+TOKEN_BUDGET = 512  # the jobs' --batch-tokens default on the CPU (jobs/runner.py)
+BUDGETS = (256, 512, 1024, 8192)  # the batch-sizing sweep
 
 
 @dataclasses.dataclass(frozen=True)
 class Sizes:
-    pairs: int  # duplicates job and its bare engine
-    peer_pairs: int  # the head-to-head with the peers (the slowest part)
+    pairs: int  # duplicates job fp32 against its bare engine
+    peer_pairs: int  # the head to head: the job (fp32, int8) and the peers on the same pairs
     queries: int  # intent job
     engine_texts: int  # per length mix, engine only
     gemm_seconds: float
 
 
-FULL = Sizes(pairs=1200, peer_pairs=240, queries=4000, engine_texts=400, gemm_seconds=1.5)
-QUICK = Sizes(pairs=160, peer_pairs=48, queries=300, engine_texts=96, gemm_seconds=0.5)
+FULL = Sizes(pairs=1200, peer_pairs=360, queries=4000, engine_texts=240, gemm_seconds=1.0)
+QUICK = Sizes(pairs=96, peer_pairs=48, queries=300, engine_texts=96, gemm_seconds=0.5)
+OVERLAP_ARROW_ROWS = 64  # the --overlap A/B needs several Arrow batches per partition
 
 TARGETS = {  # design §6, on a 2-core CPU
     "job_vs_bare_engine": 0.90,
@@ -101,7 +101,8 @@ def _code_digest() -> str:
     import hashlib
 
     h = hashlib.sha256()
-    for rel in ("engines/compile.py", "engines/onnx_optimize.py", "engines/parity.py", "engines/export.py"):
+    for rel in ("engines/compile.py", "engines/onnx_optimize.py", "engines/parity.py", "engines/export.py",
+                "engines/centroid.py"):
         h.update((ROOT / rel).read_bytes())
     return h.hexdigest()[:16]
 
@@ -179,8 +180,8 @@ def engine_section(pool, arts: dict, mixes: dict, encoder, shape: dict, rounds: 
 
 
 def budget_sweep(pool, folder: Path, shares: list[list[str]], encoder, budgets) -> list[dict]:
-    """The bare engine on the job's texts at each token budget: padding against batch size."""
-    encs = [encoder.encode(s) for s in shares]
+    """The bare engine on half the job's texts at each token budget: padding against batch size."""
+    encs = [encoder.encode(s[: (len(s) + 1) // 2]) for s in shares]
     rows = []
     for budget in budgets:
         log(f"batch sizing: {budget} tokens per device batch")
@@ -190,13 +191,21 @@ def budget_sweep(pool, folder: Path, shares: list[list[str]], encoder, budgets) 
     return rows
 
 
-def bare_for_job(pool, folder: Path, shares: list[list[str]], encoder, shape: dict) -> dict:
-    """The bare engine on exactly the texts the job's engines encode, in its best configuration."""
+def bare_for_job(pool, folder: Path, shares: list[list[str]], encoder, shape: dict, layout: dict | None = None) -> dict:
+    """The bare engine on exactly the texts the job's engines encode: in its best configuration
+    (both layouts tried), or in `layout` (processes, threads) found best before."""
     from bench import limits
 
     encs = [encoder.encode(s) for s in shares]
     flops = sum(limits.row_flops(e.lengths, shape) for e in encs)
-    top = pool.best(str(folder), "onnx", [], [], token_budget=TOKEN_BUDGET, shares=[(e.ids, e.type_ids) for e in encs])
+    feeds = [(e.ids, e.type_ids) for e in encs]
+    if layout is None:
+        top = pool.best(str(folder), "onnx", [], [], token_budget=TOKEN_BUDGET, shares=feeds)
+    elif layout["processes"] == 1:
+        merged = ([x for f in feeds for x in f[0]], [x for f in feeds for x in f[1]])
+        top = pool.run(str(folder), "onnx", [merged], threads=layout["threads"], token_budget=TOKEN_BUDGET)
+    else:
+        top = pool.run(str(folder), "onnx", feeds, threads=1, token_budget=TOKEN_BUDGET)
     return {**top, "useful_flops": flops, "useful_gflops": round(flops / top["seconds"] / 1e9, 2)}
 
 
@@ -216,119 +225,72 @@ def target(name: str, value: float | None, note: str = "") -> dict:
             "met": None if value is None else bool(value >= goal), "note": note}
 
 
-def run(args) -> dict:
-    from bench import datasets, limits, peers
-    from bench import job_bench
-    from udfs.tokenize import TextEncoder
+def build_artifacts(quick: bool, work: Path) -> dict:
+    """The artifacts the run measures (compiled once, reused while their arguments hold)."""
+    from bench import datasets
+    from engines.artifact import open_artifact
 
-    sizes = QUICK if args.quick else FULL
-    cores = args.cores
-    work = args.work
-    work.mkdir(parents=True, exist_ok=True)
     art_root = ROOT / "artifacts" / "bench"
-    t_start = time.time()
-    results: dict = {"meta": {
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "quick": args.quick,
-        "cores": cores, "cpu": _cpu_model(), "machine_cpus": os.cpu_count(), "python": platform.python_version(),
-        "loadavg_start": [round(x, 2) for x in os.getloadavg()], "sizes": dataclasses.asdict(sizes),
-        "token_budget": TOKEN_BUDGET, "versions": _versions()}}
-    shape = limits.model_shape(minilm_dir())
-    results["model"] = {"name": "all-MiniLM-L6-v2", **shape,
-                        "mflop_per_token_at_128": round(limits.flops_per_token(shape, 128) / 1e6, 2)}
-
-    # Data (seeded) and the int8 gate's rows (another seed: never the measured rows).
-    pairs = datasets.product_pairs(sizes.pairs, seed=7)
-    queries = datasets.search_queries(sizes.queries, seed=11)
-    gate_pairs = 240 if args.quick else 600
+    # The int8 gate's rows come from another seed: never the measured rows.
+    gate_pairs = 240 if quick else 600
     gate_left, gate_right = side_texts(datasets.product_pairs(gate_pairs, seed=99))
     gate = work / f"int8-gate-pairs-{gate_pairs}.parquet"
     pd.DataFrame({"left": gate_left, "right": gate_right}).to_parquet(gate, index=False)
-
-    # Artifacts.
     base = ["--model", str(minilm_dir()), "--task", "embedding", "--name", "all-minilm-l6-v2", "--version", "1",
             "--max-seq-len", "256", "--threshold", str(THRESHOLD)]
-    fp32, _ = ensure_artifact(art_root / "minilm-fp32-fused", base + ["--optimize", "fusion"])
-    plain, _ = ensure_artifact(art_root / "minilm-fp32-plain", base + ["--optimize", "none"])
-    int8, int8_refused = ensure_artifact(art_root / "minilm-int8", base + ["--optimize", "fusion", "--precision", "int8",
-                                                                          "--parity-data", str(gate)])
-    int8_dynamic, int8_dynamic_refused = (None, "not tried in --quick runs")
-    if not args.quick:  # the other int8 method, to show what the gate makes of it
-        int8_dynamic, int8_dynamic_refused = ensure_artifact(
-            art_root / "minilm-int8-dynamic", base + ["--optimize", "fusion", "--precision", "int8", "--int8-method",
-                                                     "dynamic", "--parity-data", str(gate)])
-    intent = ensure_intent_artifact(art_root / "intent-centroid-minilm")
-    from engines.artifact import open_artifact
-
-    results["artifacts"] = {
-        name: ({"path": str(p.relative_to(ROOT)), "precision": open_artifact(p).precision,
-                "graph": open_artifact(p).target.get("graph"), "parity": open_artifact(p).parity}
-               if p else {"refused": why})
-        for name, p, why in (("onnx-fp32-fused", fp32, None), ("onnx-fp32-plain", plain, None),
-                             ("onnx-int8", int8, int8_refused), ("onnx-int8-dynamic", int8_dynamic, int8_dynamic_refused),
-                             ("intent-fp32", intent, None))}
-    if fp32 is None or plain is None:
+    built = {
+        "onnx-fp32-fused": ensure_artifact(art_root / "minilm-fp32-fused", base + ["--optimize", "fusion"]),
+        "onnx-fp32-plain": ensure_artifact(art_root / "minilm-fp32-plain", base + ["--optimize", "none"]),
+        "onnx-int8": ensure_artifact(art_root / "minilm-int8", base + ["--optimize", "fusion", "--precision", "int8",
+                                                                       "--parity-data", str(gate)]),
+        "intent-fp32": (ensure_intent_artifact(art_root / "intent-centroid-minilm"), None),
+    }
+    if built["onnx-fp32-fused"][0] is None or built["onnx-fp32-plain"][0] is None:
         raise SystemExit("bench: the fp32 artifacts failed to compile")
-
-    log("GEMM peak (1 of 3)")
-    peak_runs = [limits.gemm_peak(cores, seconds=sizes.gemm_seconds)]
-
-    # Engine only: per artifact and length mix.
-    encoder = TextEncoder(fp32 / "tokenizer" / "tokenizer.json", 256)
-    left, right = side_texts(pairs)
-    distinct = list(dict.fromkeys(left + right))[: sizes.engine_texts]
-    mixes = {"product offers (mixed, job rows)": (distinct, None),
-             "search queries (short)": (queries["query"].tolist()[: 2 * sizes.engine_texts], None)}
-    if not args.quick:
-        k = sizes.engine_texts // 3
-        mixes["offer pairs as one sequence (long)"] = (None, (left[:k], right[:k]))
-    arts = {"onnx fp32 fused": (fp32, "onnx"), "onnx fp32 unfused": (plain, "onnx")}
-    if int8:
-        arts["onnx int8 blockwise (gated)"] = (int8, "onnx")
-    if int8_dynamic:
-        arts["onnx int8 dynamic (gated)"] = (int8_dynamic, "onnx")
-    from bench.engine_bench import EnginePool
-
-    pool = EnginePool(cores)
-    results["engine"] = engine_section(pool, arts, mixes, encoder, shape, rounds=1 if args.quick else 2)
-    results["batch_sizing"] = budget_sweep(pool, fp32, job_texts(left, right, cores), encoder,
-                                           (1024, 8192) if args.quick else BUDGETS)
-    log("GEMM peak (2 of 3)")
-    peak_runs.append(limits.gemm_peak(cores, seconds=sizes.gemm_seconds))
-
-    # Jobs on local Spark.
-    log("starting Spark")
-    spark, jvm_seconds = job_bench.start_spark(cores)
-    results["spark"] = {"master": f"local[{cores}]", "session_start_seconds": round(jvm_seconds, 2)}
-    from jobs import duplicates, query_intent
-    from udfs.workloads import Duplicates, QueryIntent
-
-    jobs = []
-    shares = job_texts(left, right, cores)
-    for name, art in (("fp32", fp32), ("int8", int8)):
-        if art is None:
+    record = {}
+    for name, (path, why) in built.items():
+        if path is None:
+            record[name] = {"refused": why}
             continue
-        log(f"duplicates job, {name}, {len(pairs)} pairs")
-        s = job_bench.measured(duplicates.main, frame=pairs.drop(columns=["label"]), work=work, name=f"dup-{name}",
-                               model=art, partitions=cores)
-        log(f"bare engine for it ({name})")
-        bare = bare_for_job(pool, art, shares, encoder, shape)
-        jobs.append({"job": "duplicates", "precision": name, "rows": s["rows_out"], "summary": s, "bare_engine": bare})
-    # Tokenization overlapped with the engine (--overlap), against the fp32 run above.
-    log(f"duplicates job, fp32 --overlap, {len(pairs)} pairs")
-    s = job_bench.measured(duplicates.main, frame=pairs.drop(columns=["label"]), work=work, name="dup-fp32-overlap",
-                           model=fp32, partitions=cores, extra=["--overlap"])
-    plain_run = jobs[0]["summary"]
-    results["overlap"] = {"pairs": len(pairs), "plain_seconds": plain_run["scoring_seconds"],
-                          "overlap_seconds": s["scoring_seconds"],
-                          "speedup": round(plain_run["scoring_seconds"] / s["scoring_seconds"], 4),
-                          "scores": compare_scores(plain_run["output_path"], s["output_path"])}
+        m = open_artifact(path)
+        record[name] = {"path": str(path.relative_to(ROOT)), "precision": m.precision, "graph": m.target.get("graph"),
+                        "quantization": m.target.get("quantization"), "parity": m.parity}
+    return {"paths": {name: path for name, (path, _) in built.items()}, "record": record}
+
+
+def duplicates_section(pool, arts: dict, pairs: pd.DataFrame, encoder, shape: dict, cores: int, work: Path) -> dict:
+    """The duplicates job (fp32) on the pairs, against its bare engine in its best layout."""
+    from bench import job_bench
+    from jobs import duplicates
+
+    left, right = side_texts(pairs)
+    art = arts["onnx-fp32-fused"]
+    log(f"duplicates job, fp32, {len(pairs)} pairs")
+    s = job_bench.measured(duplicates.main, frame=pairs.drop(columns=["label"]), work=work, name="dup-fp32", model=art,
+                           partitions=cores)
+    log("bare engine for it")
+    bare = bare_for_job(pool, art, job_texts(left, right, cores), encoder, shape)
+    return {"job": "duplicates", "precision": "fp32", "rows": s["rows_out"], "summary": s, "bare_engine": bare}
+
+
+def intent_section(pool, arts: dict, queries: pd.DataFrame, encoder, shape: dict, cores: int, work: Path,
+                   layout: dict) -> dict:
+    from bench import job_bench
+    from jobs import query_intent
+
     log(f"intent job, {len(queries)} queries")
     s = job_bench.measured(query_intent.main, frame=queries.drop(columns=["intent"]), work=work, name="intent",
-                           model=intent, partitions=cores)
+                           model=arts["intent-fp32"], partitions=cores)
     q = queries["query"].tolist()
-    bare = bare_for_job(pool, intent, [q[p::cores] for p in range(cores)], encoder, shape)
-    pool.close()
-    jobs.append({"job": "query_intent", "precision": "fp32", "rows": s["rows_out"], "summary": s, "bare_engine": bare})
+    bare = bare_for_job(pool, arts["intent-fp32"], [q[p::cores] for p in range(cores)], encoder, shape, layout)
+    return {"job": "query_intent", "precision": "fp32", "rows": s["rows_out"], "summary": s, "bare_engine": bare}
+
+
+def finish_job_rows(spark, jobs: list[dict], work: Path, cores: int) -> None:
+    """Rates, the job against its bare engine, useful FLOP/s and the time split, per job."""
+    from bench import job_bench
+    from udfs.workloads import Duplicates, QueryIntent
+
     for j in jobs:
         s, bare = j["summary"], j["bare_engine"]
         wl = Duplicates() if j["job"] == "duplicates" else QueryIntent()
@@ -347,101 +309,180 @@ def run(args) -> dict:
         j["padding_efficiency"] = s["padding_efficiency"]
         j["time_split"] = job_bench.time_split(s, passthrough, cores)
         j["wall_seconds_including_planning"] = s["wall_seconds"]
-    results["jobs"] = jobs
-    dup = {j["precision"]: j for j in jobs if j["job"] == "duplicates"}
-    n_sides = len(left) + len(right)
-    results["dedup"] = {"side_texts": n_sides, "distinct_global": len(set(left + right)),
-                        "encoded_by_job": sum(len(s) for s in shares),
-                        "job_real_tokens": dup["fp32"]["summary"]["real_tokens"],
-                        "bare_real_tokens": dup["fp32"]["bare_engine"]["real_tokens"],
-                        "all_sides_real_tokens": int(encoder.encode(left + right).lengths.sum())}
-    if "int8" in dup:
-        results["int8_vs_fp32_job"] = compare_scores(dup["fp32"]["summary"]["output_path"],
-                                                     dup["int8"]["summary"]["output_path"])
 
-    # Peers, head to head on the same rows.
-    head = pairs.head(sizes.peer_pairs).drop(columns=["label"])
-    warm = pairs.head(16).drop(columns=["label"])
-    head_path, warm_path = work / "peer-pairs.parquet", work / "peer-warmup.parquet"
-    head.to_parquet(head_path, index=False)
-    warm.to_parquet(warm_path, index=False)
-    hl, hr = side_texts(head)
-    peer_rows = []
-    for name, art in (("accel-scoring job, onnx fp32", fp32), ("accel-scoring job, onnx int8", int8)):
-        if art is None:
-            continue
-        log(f"head to head: {name}")
-        s = job_bench.measured(duplicates.main, frame=head, work=work, name=f"peer-job-{name[-4:]}", model=art,
-                               partitions=cores)
-        peer_rows.append({"peer": name, "seconds": s["scoring_seconds"], "output_path": s["output_path"],
-                          "padding_efficiency": s["padding_efficiency"], "real_tokens": s["real_tokens"]})
+
+def head_to_head(spark, arts: dict, pairs: pd.DataFrame, encoder, tokenizer_json: Path, shape: dict, cores: int,
+                 work: Path, ray_python: Path) -> tuple[dict, dict, dict | None]:
+    """On the same pairs: the job (fp32, int8), the --overlap A/B, and the peers.
+
+    Returns (peers, overlap, int8 scores against fp32)."""
+    from bench import job_bench, limits, peers
+    from jobs import duplicates
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(fp32 / "tokenizer" / "tokenizer.json"))
+    frame = pairs.drop(columns=["label"])
+    rows, outputs = [], {}
+    for precision in ("fp32", "int8"):
+        art = arts[f"onnx-{precision}" if precision == "int8" else "onnx-fp32-fused"]
+        if art is None:
+            continue
+        log(f"head to head: accel-scoring job, {precision}, {len(frame)} pairs")
+        s = job_bench.measured(duplicates.main, frame=frame, work=work, name=f"peer-job-{precision}", model=art,
+                               partitions=cores)
+        outputs[precision] = s["output_path"]
+        rows.append({"peer": f"accel-scoring job, onnx {precision}", "seconds": s["scoring_seconds"],
+                     "output_path": s["output_path"], "padding_efficiency": s["padding_efficiency"],
+                     "real_tokens": s["real_tokens"]})
+    overlap = {"pairs": len(frame), "arrow_batch_rows": OVERLAP_ARROW_ROWS}
+    for mode, extra in (("plain", []), ("overlap", ["--overlap"])):
+        log(f"--overlap A/B: {mode}, {OVERLAP_ARROW_ROWS} rows per Arrow batch")
+        s = job_bench.measured(duplicates.main, frame=frame, work=work, name=f"overlap-{mode}",
+                               model=arts["onnx-fp32-fused"], partitions=cores,
+                               extra=["--arrow-batch-rows", str(OVERLAP_ARROW_ROWS), *extra])
+        overlap[f"{mode}_seconds"], overlap[f"{mode}_output"] = s["scoring_seconds"], s["output_path"]
+    overlap["speedup"] = round(overlap["plain_seconds"] / overlap["overlap_seconds"], 4)
+    overlap["scores"] = compare_scores(overlap.pop("plain_output"), overlap.pop("overlap_output"))
+    int8_vs_fp32 = compare_scores(outputs["fp32"], outputs["int8"]) if "int8" in outputs else None
+
+    head_path, warm_path = work / "peer-pairs.parquet", work / "peer-warmup.parquet"
+    frame.to_parquet(head_path, index=False)
+    frame.head(16).to_parquet(warm_path, index=False)
+    hl, hr = side_texts(frame)
+    tok = Tokenizer.from_file(str(tokenizer_json))
     tok.enable_truncation(256)
     naive_padding = peers.padding_of(tok, hl, hr)
-    for name, udf in (("predict_batch_udf + transformers", peers.predict_batch_peer(str(minilm_dir()))),
-                      ("iterator pandas UDF + transformers", peers.iterator_peer(str(minilm_dir())))):
+    model = str(minilm_dir())
+    for name, udf in (("predict_batch_udf + transformers", peers.predict_batch_peer(model)),
+                      ("iterator pandas UDF + transformers", peers.iterator_peer(model))):
         log(f"head to head: {name}")
-        r = peers.run_spark_peer(spark, udf, input=head_path, output=work / f"peer-{len(peer_rows)}",
-                                 partitions=cores, warmup=warm_path)
-        peer_rows.append({"peer": name, **r, **naive_padding})
-    spark.stop()
+        r = peers.run_spark_peer(spark, udf, input=head_path, output=work / f"peer-{len(rows)}", partitions=cores,
+                                 warmup=warm_path)
+        rows.append({"peer": name, **r, **naive_padding})
     log("head to head: Ray Data")
     sides_path = work / "peer-sides.parquet"
-    pd.DataFrame({"pair_id": head["pair_id"], "left": hl, "right": hr}).to_parquet(sides_path, index=False)
-    r = peers.run_ray_peer(Path(args.ray_python), model_dir=str(minilm_dir()), input=sides_path,
-                           output=work / "peer-ray", cores=cores, timeout=1800)
-    peer_rows.append({"peer": "Ray Data map_batches + transformers", **r, **({} if "skipped" in r else naive_padding)})
-    ref = peer_rows[0]
+    pd.DataFrame({"pair_id": frame["pair_id"], "left": hl, "right": hr}).to_parquet(sides_path, index=False)
+    r = peers.run_ray_peer(ray_python, model_dir=model, input=sides_path, output=work / "peer-ray", cores=cores,
+                           timeout=1800)
+    rows.append({"peer": "Ray Data map_batches + transformers", **r, **({} if "skipped" in r else naive_padding)})
+    ref = rows[0]
     peer_flops = limits.row_flops(encoder.encode(hl + hr).lengths, shape)  # peers encode every side
     job_flops = sum(limits.row_flops(encoder.encode(t).lengths, shape) for t in job_texts(hl, hr, cores))
-    for p in peer_rows:
+    for p in rows:
         if "seconds" not in p:
             continue
-        p["rows_per_second"] = round(len(head) / p["seconds"], 2)
-        flops = job_flops if p["peer"].startswith("accel") else peer_flops
-        p["useful_gflops"] = round(flops / p["seconds"] / 1e9, 2)
+        p["rows_per_second"] = round(len(frame) / p["seconds"], 2)
+        p["useful_gflops"] = round((job_flops if p["peer"].startswith("accel") else peer_flops) / p["seconds"] / 1e9, 2)
         if p is not ref and p.get("output_path"):
             p["vs_job_fp32_scores"] = compare_scores(ref["output_path"], p["output_path"])
-    pbu = next((p for p in peer_rows if p["peer"].startswith("predict_batch_udf") and "seconds" in p), None)
-    for p in peer_rows:
+    pbu = next((p for p in rows if p["peer"].startswith("predict_batch_udf") and "seconds" in p), None)
+    for p in rows:
         if pbu and "seconds" in p:
             p["vs_predict_batch_udf"] = round(pbu["seconds"] / p["seconds"], 3)
-    results["peers"] = {"rows": len(head), "rows_are": "product pairs (cosine of two sides)", "runs": peer_rows}
+    return {"rows": len(frame), "rows_are": "product pairs (cosine of two sides)", "runs": rows}, overlap, int8_vs_fp32
 
-    log("GEMM peak (3 of 3)")
-    peak_runs.append(limits.gemm_peak(cores, seconds=sizes.gemm_seconds))
-    peak = max(r["peak_gflops"] for r in peak_runs)
-    results["limit"] = {"gemm_peak_gflops": peak, "runs": peak_runs}
-    for row in results["engine"]:
-        row["vs_peak"] = round(row["useful_gflops"] / peak, 4)
-    for j in jobs:
-        j["vs_peak"] = round(j["useful_gflops"] / peak, 4)
-        j["bare_engine"]["vs_peak"] = round(j["bare_engine"]["useful_gflops"] / peak, 4)
-    for p in peer_rows:
-        if "useful_gflops" in p:
-            p["vs_peak"] = round(p["useful_gflops"] / peak, 4)
 
-    f32 = dup["fp32"]
-    job_fp32 = next(p for p in peer_rows if p["peer"].endswith("fp32"))
-    job_int8 = next((p for p in peer_rows if p["peer"].endswith("int8")), None)
-    results["targets"] = [
+def judge(results: dict, int8_refused: str | None) -> list[dict]:
+    """Each design §6 target against what this run measured."""
+    f32 = next(j for j in results["jobs"] if j["job"] == "duplicates")
+    runs = results["peers"]["runs"]
+    pbu = next((p for p in runs if p["peer"].startswith("predict_batch_udf")), {})
+    job_fp32 = next(p for p in runs if p["peer"].endswith("fp32"))
+    job_int8 = next((p for p in runs if p["peer"].endswith("int8")), None)
+    n = results["peers"]["rows"]
+    peak = results["limit"]["gemm_peak_gflops"]
+    return [
         target("job_vs_bare_engine", f32["vs_bare_engine"],
                f"real tokens/s, duplicates job fp32 vs the bare engine on the same texts "
                f"({f32['bare_engine']['processes']} process(es) x {f32['bare_engine']['threads']} thread(s)); "
                f"in pairs/s {f32['rows_per_second']} vs {f32['bare_engine_rows_per_second']}"),
         target("fp32_vs_predict_batch_udf", job_fp32.get("vs_predict_batch_udf"),
-               f"on {len(head)} pairs: job {job_fp32.get('rows_per_second')} pairs/s vs "
-               f"predict_batch_udf {pbu and pbu.get('rows_per_second')} pairs/s"),
+               f"on {n} pairs: job {job_fp32.get('rows_per_second')} pairs/s vs "
+               f"predict_batch_udf {pbu.get('rows_per_second')} pairs/s"),
         target("useful_flops_vs_peak", f32["vs_peak"],
                f"duplicates job fp32 {f32['useful_gflops']} useful GFLOP/s vs GEMM peak {peak} GFLOP/s "
                f"(bare engine: {f32['bare_engine']['vs_peak']:.1%})"),
         target("int8_vs_predict_batch_udf", job_int8.get("vs_predict_batch_udf") if job_int8 else None,
-               f"on {len(head)} pairs: job int8 {job_int8.get('rows_per_second')} pairs/s" if job_int8
+               f"on {n} pairs: job int8 {job_int8.get('rows_per_second')} pairs/s" if job_int8
                else f"no int8 artifact passed the parity gate: {int8_refused}"),
         target("padding_efficiency", f32["padding_efficiency"], "duplicates job fp32 (real / computed tokens)"),
     ]
+
+
+def run(args) -> dict:
+    from bench import datasets, job_bench, limits
+    from bench.engine_bench import EnginePool
+    from udfs.tokenize import TextEncoder
+
+    sizes = QUICK if args.quick else FULL
+    cores, work = args.cores, args.work
+    work.mkdir(parents=True, exist_ok=True)
+    t_start = time.time()
+    results: dict = {"meta": {
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "quick": args.quick,
+        "cores": cores, "cpu": _cpu_model(), "machine_cpus": os.cpu_count(), "python": platform.python_version(),
+        "loadavg_start": [round(x, 2) for x in os.getloadavg()], "sizes": dataclasses.asdict(sizes),
+        "token_budget": TOKEN_BUDGET, "versions": _versions()}}
+    shape = limits.model_shape(minilm_dir())
+    results["model"] = {"name": "all-MiniLM-L6-v2", **shape,
+                        "mflop_per_token_at_128": round(limits.flops_per_token(shape, 128) / 1e6, 2)}
+    pairs = datasets.product_pairs(sizes.pairs, seed=7)
+    queries = datasets.search_queries(sizes.queries, seed=11)
+
+    built = build_artifacts(args.quick, work)
+    arts, results["artifacts"] = built["paths"], built["record"]
+    fp32, int8 = arts["onnx-fp32-fused"], arts["onnx-int8"]
+
+    log("GEMM peak (1 of 3)")
+    peak_runs = [limits.gemm_peak(cores, seconds=sizes.gemm_seconds)]
+
+    # Engine only: per artifact and length mix.
+    tokenizer_json = fp32 / "tokenizer" / "tokenizer.json"
+    encoder = TextEncoder(tokenizer_json, 256)
+    left, right = side_texts(pairs)
+    distinct = list(dict.fromkeys(left + right))[: sizes.engine_texts]
+    mixes = {"product offers (mixed, job rows)": (distinct, None),
+             "search queries (short)": (queries["query"].tolist()[: 2 * sizes.engine_texts], None)}
+    if not args.quick:
+        k = sizes.engine_texts // 3
+        mixes["offer pairs as one sequence (long)"] = (None, (left[:k], right[:k]))
+    measured = {"onnx fp32 fused": (fp32, "onnx"), "onnx fp32 unfused": (arts["onnx-fp32-plain"], "onnx")}
+    if int8:
+        measured["onnx int8 (gated)"] = (int8, "onnx")
+    pool = EnginePool(cores)
+    results["engine"] = engine_section(pool, measured, mixes, encoder, shape, rounds=1 if args.quick else 2)
+    results["batch_sizing"] = budget_sweep(pool, fp32, job_texts(left, right, cores), encoder,
+                                           (512, 8192) if args.quick else BUDGETS)
+    log("GEMM peak (2 of 3)")
+    peak_runs.append(limits.gemm_peak(cores, seconds=sizes.gemm_seconds))
+
+    # Jobs on local Spark, then the head to head.
+    log("starting Spark")
+    spark, jvm_seconds = job_bench.start_spark(cores)
+    results["spark"] = {"master": f"local[{cores}]", "session_start_seconds": round(jvm_seconds, 2)}
+    jobs = [duplicates_section(pool, arts, pairs, encoder, shape, cores, work)]
+    layout = {"processes": jobs[0]["bare_engine"]["processes"], "threads": jobs[0]["bare_engine"]["threads"]}
+    jobs.append(intent_section(pool, arts, queries, encoder, shape, cores, work, layout))
+    pool.close()
+    finish_job_rows(spark, jobs, work, cores)
+    results["jobs"] = jobs
+    shares = job_texts(left, right, cores)
+    results["dedup"] = {"pairs": len(pairs), "side_texts": len(left) + len(right),
+                        "distinct_global": len(set(left + right)), "encoded_by_job": sum(len(s) for s in shares),
+                        "job_real_tokens": jobs[0]["summary"]["real_tokens"],
+                        "bare_real_tokens": jobs[0]["bare_engine"]["real_tokens"],
+                        "all_sides_real_tokens": int(encoder.encode(left + right).lengths.sum())}
+    results["peers"], results["overlap"], results["int8_vs_fp32_job"] = head_to_head(
+        spark, arts, pairs.head(sizes.peer_pairs), encoder, tokenizer_json, shape, cores, work, Path(args.ray_python))
+    spark.stop()
+
+    log("GEMM peak (3 of 3)")
+    peak_runs.append(limits.gemm_peak(cores, seconds=sizes.gemm_seconds))
+    peak = max(r["peak_gflops"] for r in peak_runs)
+    results["limit"] = {"gemm_peak_gflops": peak, "runs": peak_runs}
+    for row in [*results["engine"], *jobs, *(j["bare_engine"] for j in jobs), *results["peers"]["runs"]]:
+        if "useful_gflops" in row:
+            row["vs_peak"] = round(row["useful_gflops"] / peak, 4)
+    results["targets"] = judge(results, results["artifacts"]["onnx-int8"].get("refused"))
     results["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     results["meta"]["bench_seconds"] = round(time.time() - t_start, 1)
     return results

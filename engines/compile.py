@@ -61,14 +61,14 @@ def _versions() -> dict[str, str]:
 
 
 def _export(module, folder: Path, backend: str, output: str, max_seq_len: int, optimize: str = "none",
-            precision: str = "fp32", int8_method: str = "blockwise") -> dict:
+            precision: str = "fp32") -> dict:
     """Write the backend's files into `folder`; return what the graph is (for the manifest's target)."""
     from engines import export
 
     if backend == "onnx":
         from engines.onnx_optimize import export_cpu
 
-        return export_cpu(module, folder / "model.onnx", output, max_seq_len, optimize, precision, int8_method)
+        return export_cpu(module, folder / "model.onnx", output, max_seq_len, optimize, precision)
     if backend == "torchscript":
         export.export_torchscript(module, folder / "model.pt")
         return {}
@@ -86,7 +86,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
                    positive_label: int | None = None, threshold: float = 0.5, pooling: str | None = None,
                    source: dict | None = None, precision: str | None = None,
                    options: "accel_compile.Options | None" = None, optimize: str = "auto",
-                   parity_rows: list | None = None, int8_method: str = "blockwise") -> artifact.Manifest:
+                   parity_rows: list | None = None) -> artifact.Manifest:
     """Export `module`, check parity against it, and write the artifact to `out`.
 
     Raises ParityError (and writes nothing to `out`) if the export disagrees with `module`.
@@ -122,7 +122,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
                                           tokenizer=tokenizer, task=task)
         else:
             target = {**_target(backend, _versions()),
-                      **_export(module, work, backend, output, max_seq_len, optimize, precision, int8_method)}
+                      **_export(module, work, backend, output, max_seq_len, optimize, precision)}
         versions = _versions()
         files = {str(p.relative_to(work)): artifact.sha256_file(p) for p in sorted(work.rglob("*")) if p.is_file()}
         manifest = artifact.Manifest(
@@ -180,9 +180,6 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--optimize", choices=("auto", "fusion", "none"), default="auto",
                      help="onnx: ONNX Runtime BERT fusion; auto fuses when the model allows it, fusion insists; "
                           "default: auto")
-    opt.add_argument("--int8-method", choices=("blockwise", "dynamic"), default="blockwise",
-                     help="with --precision int8: blockwise (MatMulNBits, 8-bit blocks of 128, int8 compute) or "
-                          "dynamic (quantize_dynamic, per-tensor activations); default: blockwise")
     opt.add_argument("--parity-data", type=Path, default=None,
                      help="rows for the int8 gate (parquet/csv/jsonl): columns left,right for pair tasks, text for "
                           "text-classification; default: built-in probe rows")
@@ -271,7 +268,6 @@ def main(argv: list[str] | None = None) -> int:
             source={"model_dir": str(args.model.resolve()), "build_args": argv_without_out(argv)},
             precision=args.precision, options=Options(build=args.build, neuron_target=args.neuron_target),
             optimize=args.optimize if args.backend == "onnx" else "none", parity_rows=parity_rows,
-            int8_method=args.int8_method,
         )
     except EngineUnavailableError as e:  # the backend's compiler or hardware is not on this machine
         print(f"error: {e}", file=sys.stderr)

@@ -72,7 +72,7 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     opt.add_argument("--input-format", choices=FORMATS, default=None, help="default: from the input path's suffix, else parquet")
     opt.add_argument("--backend", choices=BACKENDS, default="auto", help="default: auto (what the artifact and hardware allow)")
     opt.add_argument("--batch-tokens", type=positive_int, default=None,
-                     help="padded tokens per device batch; default: 1024 on the CPU (onnx, torch), 8192 on accelerators")
+                     help="padded tokens per device batch; default: 512 on the CPU (onnx, torch), 8192 on accelerators")
     opt.add_argument("--max-seq-len", type=positive_int, default=None, help="truncate inputs to this many tokens; default: the artifact's")
     opt.add_argument("--max-invalid-fraction", type=_fraction, default=0.01,
                      help="exit 1 (after writing everything) if more rows than this are invalid or failed; default: 0.01")

@@ -90,18 +90,21 @@ def test_a_model_fusion_does_not_cover_is_exported_plain_under_auto_and_refused_
     assert "hidden_act 'relu'" in capsys.readouterr().err and not (tmp_path / "strict").exists()
 
 
-def test_quantize_int8_methods(compile_artifact, tmp_path):
-    src = compile_artifact("embedding", optimize="fusion") / "model.onnx"
-    settings = onnx_optimize.quantize_int8(src, tmp_path / "dynamic.onnx", "dynamic")
-    ops = {n.op_type for n in onnx.load(str(tmp_path / "dynamic.onnx")).graph.node}
-    assert {"MatMulInteger", "QAttention", "DynamicQuantizeLinear"} <= ops and "Attention" not in ops
-    assert settings["per_channel"] and settings["reduce_range"]
-    settings = onnx_optimize.quantize_int8(src, tmp_path / "blockwise.onnx", "blockwise")
-    ops = [n.op_type for n in onnx.load(str(tmp_path / "blockwise.onnx")).graph.node]
-    assert ops.count("MatMulNBits") == 6 and "MatMul" not in ops  # 3 per layer; QKV stays in Attention
-    assert settings == {"method": "MatMulNBits", "bits": 8, "block_size": 128, "symmetric": True, "accuracy_level": 4}
-    with pytest.raises(ValueError, match="int8 method"):
-        onnx_optimize.quantize_int8(src, tmp_path / "x.onnx", "fp8")
+@pytest.mark.parametrize("optimize", ["fusion", "none"])
+def test_quantize_int8_keeps_narrowing_projections_in_fp32(compile_artifact, tmp_path, optimize):
+    src = compile_artifact("embedding", optimize=optimize) / "model.onnx"
+    settings = onnx_optimize.quantize_int8(src, tmp_path / "int8.onnx")
+    graph = onnx.load(str(tmp_path / "int8.onnx")).graph
+    inits = {t.name: onnx.numpy_helper.to_array(t).shape for t in graph.initializer}
+    ops = [n.op_type for n in graph.node]
+    float_weights = [inits[n.input[1]] for n in graph.node if n.op_type == "MatMul" and n.input[1] in inits]
+    layers = 2  # the tiny BERT's
+    # the FFN output projection of each layer (intermediate -> hidden) stays fp32, nothing else
+    assert settings["kept_fp32"] == layers and len(float_weights) == layers
+    assert all(k > n for k, n in float_weights)
+    assert ops.count("MatMulInteger") + ops.count("DynamicQuantizeMatMul") >= 2 * layers
+    assert "DynamicQuantizeLinear" in ops or "DynamicQuantizeMatMul" in ops
+    assert ("Attention" in ops) == (optimize == "fusion")  # the fused QKV is not quantized
 
 
 def _gate_rows(tmp_path: Path) -> Path:
@@ -114,7 +117,7 @@ def _gate_rows(tmp_path: Path) -> Path:
 def test_int8_gate_passes_a_faithful_artifact(tiny_models, tmp_path, monkeypatch):
     # A stand-in "quantizer" that keeps fp32 weights: the gate must accept it, as int8.
     monkeypatch.setattr(onnx_optimize, "quantize_int8",
-                        lambda src, dst, method: shutil.copy(src, dst) and {"method": "copy"})
+                        lambda src, dst: shutil.copy(src, dst) and {"method": "copy"})
     out = tmp_path / "ok"
     assert _compile(tiny_models["embedding"], out, "embedding", "--precision", "int8", "--parity-data",
                     str(_gate_rows(tmp_path))) == 0
@@ -126,7 +129,7 @@ def test_int8_gate_passes_a_faithful_artifact(tiny_models, tmp_path, monkeypatch
 
 def _perturbing_quantizer(scale: float):
     """Writes the fp32 graph with its last weight matrix (the head) scaled: a quantizer gone wrong."""
-    def quantize(src, dst, method):
+    def quantize(src, dst):
         model = onnx.load(str(src))
         inits = {t.name: t for t in model.graph.initializer}
         weights = [n.input[1] for n in model.graph.node if n.op_type in ("MatMul", "Gemm") and n.input[1] in inits]
