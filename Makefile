@@ -30,7 +30,8 @@ test: $(STAMP) $(AIRFLOW_STAMP)
 
 package: $(STAMP)
 
-# `make bench` (bench/run.py): about 12 minutes on 2 cores; BENCH_QUICK=1 for a smoke run.
+# `make bench` (bench/run.py): 14.4 minutes on 2 cores from a fresh clone (venvs and artifacts
+# included), about 10 once they exist; BENCH_QUICK=1 for a smoke run.
 # Results land in bench/results/ (quick runs: bench/results/tmp/, not committed).
 bench: $(STAMP)
 	-$(MAKE) --no-print-directory ray-venv

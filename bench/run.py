@@ -1,6 +1,6 @@
 """`make bench`: the engine, the jobs and their peers against the machine's limit, in one run.
 
-    python -m bench.run              # the full run: about 12 minutes on 2 quiet cores
+    python -m bench.run              # the full run: about 10 minutes on 2 cores, artifacts compiled
     python -m bench.run --quick      # a smoke run of every path on tiny sizes (or BENCH_QUICK=1)
 
 On the seeded generator's data (bench/datasets.py) and the packaged all-MiniLM-L6-v2, it
