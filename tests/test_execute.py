@@ -40,3 +40,16 @@ def test_static_engine_pads_to_buckets():
     result = run_encoded(engine, enc, token_budget=0)
     assert sorted(engine.calls) == [(2, 32), (4, 8)]
     assert result.outputs[:, 2].tolist() == [8, 8, 32]
+
+
+def test_onnx_runtime_batches_are_padded_to_their_longest_row_exactly(compile_artifact):
+    # The CPU engine gains nothing from lengths rounded to 8; short queries would lose ~30% to it.
+    from engines.artifact import open_artifact
+    from engines.registry import engine_class
+
+    folder = compile_artifact("embedding")
+    with engine_class("onnx")(folder, open_artifact(folder)) as engine:
+        assert engine.spec.pad_multiple == 1
+        enc = random_encoded([5, 6, 7, 9, 11])
+        result = run_encoded(engine, enc, token_budget=10_000)
+    assert result.stats.padded_tokens == 5 * 11 and result.stats.real_tokens == 38
