@@ -164,9 +164,7 @@ def export_fused(module: torch.nn.Module, path: Path, output: str) -> dict:
 
 def narrowing_matmuls(model) -> list[str]:
     """MatMuls whose constant weight has more rows than columns (K > N): kept in fp32."""
-    from onnx import numpy_helper
-
-    shapes = {t.name: tuple(numpy_helper.to_array(t).shape) for t in model.graph.initializer}
+    shapes = {t.name: tuple(t.dims) for t in model.graph.initializer}
     return [n.name for n in model.graph.node if n.op_type == "MatMul" and len(shapes.get(n.input[1], ())) == 2
             and shapes[n.input[1]][0] > shapes[n.input[1]][1]]
 
