@@ -80,7 +80,7 @@ class Scorer:
             t0 = time.perf_counter()
             return workload.prepare(runtime, frame), time.perf_counter() - t0
 
-        prepared = ahead(frames, prepare) if getattr(spec, "overlap", False) else map(prepare, frames)
+        prepared = ahead(frames, prepare) if spec.overlap else map(prepare, frames)
         for batch, prepare_seconds in prepared:
             t0 = time.perf_counter()
             out, scored = workload.finish(runtime, batch, spec.batch_tokens)

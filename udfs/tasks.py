@@ -80,7 +80,3 @@ def run_texts(runtime, tok: Tokenized, token_budget: int) -> Scored:
     run = run_encoded(runtime.engine, tok.enc, token_budget)
     run.stats.tokenize_seconds = tok.tokenize_seconds
     return Scored(run.outputs, run.errors, tok.enc.truncated, run.stats)
-
-
-def score_texts(runtime, texts: list[str], token_budget: int) -> Scored:
-    return run_texts(runtime, tokenize_texts(runtime, texts), token_budget)

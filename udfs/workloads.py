@@ -72,9 +72,6 @@ class Duplicates:
         joined = parts[0].str.cat(parts[1:], sep=" ").str.strip() if len(parts) > 1 else parts[0]
         return joined.where(pd.concat(cols, axis=1).notna().any(axis=1), None)
 
-    def score(self, runtime, frame: pd.DataFrame, token_budget: int) -> tuple[pd.DataFrame, tasks.Scored]:
-        return self.finish(runtime, self.prepare(runtime, frame), token_budget)
-
     def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
         left, right = self.side(frame, "left"), self.side(frame, "right")
         invalid = validate.first_problem(
@@ -120,9 +117,6 @@ class QueryIntent:
     def output_ddl(self) -> str:
         return (f"{self.id_column} string, intent string, confidence double, "
                 f"top_k array<struct<label: string, score: double>>, {COMMON_COLUMNS}")
-
-    def score(self, runtime, frame: pd.DataFrame, token_budget: int) -> tuple[pd.DataFrame, tasks.Scored]:
-        return self.finish(runtime, self.prepare(runtime, frame), token_budget)
 
     def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
         queries = frame[self.query_column]
