@@ -31,21 +31,28 @@ SCORE_GATED = ("int8",)  # precisions that engines.compile gates with check_quan
 MIN_SCORE_ROWS = 200  # fewer rows and one flipped label moves the agreement by more than 0.5%
 
 
+def _encoder(tokenizer, pairs: bool, max_seq_len: int):
+    """chunk of texts (or (left, right) tuples) -> int64 feed, padded to the chunk's longest row."""
+    def encode(chunk) -> dict[str, np.ndarray]:
+        if pairs:
+            enc = tokenizer([a for a, _ in chunk], [b for _, b in chunk], padding=True, truncation="longest_first",
+                            max_length=max_seq_len, return_tensors="np")
+        else:
+            enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_seq_len, return_tensors="np")
+        return {k: enc[k].astype(np.int64) for k in INPUTS}
+
+    return encode
+
+
 def probe_batches(tokenizer, task: str, max_seq_len: int) -> list[dict[str, np.ndarray]]:
     """Probe inputs in several batch sizes, each padded to its own longest row."""
-    if task == "pair-classification":
-        rows = probes.pairs()
-        encode = lambda chunk: tokenizer([a for a, _ in chunk], [b for _, b in chunk], padding=True,
-                                         truncation="longest_first", max_length=max_seq_len, return_tensors="np")
-    else:
-        rows = list(probes.TEXTS)
-        encode = lambda chunk: tokenizer(chunk, padding=True, truncation=True, max_length=max_seq_len,
-                                         return_tensors="np")
+    pairs = task == "pair-classification"
+    rows = probes.pairs() if pairs else list(probes.TEXTS)
+    encode = _encoder(tokenizer, pairs, max_seq_len)
     batches = []
     for size in (1, 3, len(rows)):
         for start in range(0, len(rows), size):
-            enc = encode(rows[start:start + size])
-            batches.append({k: enc[k].astype(np.int64) for k in INPUTS})
+            batches.append(encode(rows[start:start + size]))
             if size == 1 and start >= 2:
                 break
     return batches
@@ -142,35 +149,15 @@ def check_stored(infer, folder: Path, task: str, precision: str) -> dict | None:
     return record
 
 
-def _batched(fn, items: list, batch: int = 32) -> np.ndarray:
-    return np.concatenate([fn(items[i:i + batch]) for i in range(0, len(items), batch)])
-
-
 def _outputs(module, engine, tokenizer, texts: list, max_seq_len: int, pairs: bool) -> tuple[np.ndarray, np.ndarray]:
     """Reference and engine outputs for texts (or (left, right) tuples for a cross-encoder)."""
-
-    def encode(chunk):
-        if pairs:
-            enc = tokenizer([a for a, _ in chunk], [b for _, b in chunk], padding=True, truncation="longest_first",
-                            max_length=max_seq_len, return_tensors="np")
-        else:
-            enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_seq_len, return_tensors="np")
-        return {k: enc[k].astype(np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
-
-    def ref(chunk):
-        import torch
-
-        feed = encode(chunk)
-        with torch.no_grad():
-            return module(*(torch.from_numpy(feed[k]) for k in ("input_ids", "attention_mask", "token_type_ids"))).numpy()
-
-    def got(chunk):
-        return np.asarray(engine.infer(encode(chunk)))
-
-    # Batches of similar length: far less padding, and the reference is the slow side.
+    # Batches of 32 of similar length: far less padding, and the reference is the slow side.
     order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1]) if pairs else len(texts[i]))
     ranked = [texts[i] for i in order]
-    ref_out, got_out = _batched(ref, ranked), _batched(got, ranked)
+    encode = _encoder(tokenizer, pairs, max_seq_len)
+    feeds = [encode(ranked[i:i + 32]) for i in range(0, len(ranked), 32)]
+    ref_out = np.concatenate(reference_outputs(module, feeds))
+    got_out = np.concatenate([np.asarray(engine.infer(feed)) for feed in feeds])
     back = np.argsort(order)
     return ref_out[back].astype(np.float64), got_out[back].astype(np.float64)
 
