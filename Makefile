@@ -7,16 +7,27 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 DEMO_ROWS ?= 10000
 
-.PHONY: venv demo test package bench ray-venv clean
+.PHONY: venv spark-conf demo test package bench ray-venv clean
 
 include emr/package.mk emr/airflow.mk
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile jobs/conf/log4j2.properties jobs/conf/spark-env.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e ".[compile,spark,aws,dev]"
+	$(MAKE) --no-print-directory spark-conf
 	touch $@
+
+# The venv's Spark runs the venv's Python with a quiet console, in a shell that activated
+# nothing. pip's bin/find-spark-home runs bin/find_spark_home.py with `python3` from PATH, which
+# has no pyspark; this venv's copy of that script just names this venv's Spark home. Spark's
+# conf/ then takes spark-env.sh (PYSPARK_PYTHON) and log4j2.properties (WARN): see jobs/conf/.
+spark-conf:
+	home="$$($(PY) -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" && \
+	  mkdir -p "$$home/conf" && cp jobs/conf/log4j2.properties jobs/conf/spark-env.sh "$$home/conf/" && \
+	  printf '# written by make spark-conf: the Spark home of this venv\nprint(%s)\n' "'$$home'" \
+	    > $(VENV)/bin/find_spark_home.py
 
 venv: $(STAMP)
 

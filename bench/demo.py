@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,12 +49,11 @@ def ensure_artifact(out: Path, argv: list[str]) -> Path:
 
 
 def spark_submit(job: str, args: list[str]) -> dict:
-    bin_dir = Path(sys.executable).parent
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    cmd = [str(bin_dir / "spark-submit"), "--master", "local[2]", "--driver-memory", "4g",
-           "--conf", "spark.ui.showConsoleProgress=false", str(ROOT / "jobs" / job), *args]
+    """The job as a user runs it: the venv's spark-submit, nothing exported beforehand."""
+    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--driver-memory", "4g",
+           str(ROOT / "jobs" / job), *args]
     print("demo: " + " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)  # the job's own lines go to stderr
     lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
     if proc.returncode != 0 or not lines:
         sys.exit(f"demo: {job} exited {proc.returncode}")
@@ -82,10 +80,9 @@ def duplicates_demo(rows: int, work: Path, run_date: str) -> None:
     scores = pd.read_parquet(work / "duplicates" / f"run_date={run_date}")
     joined = scores.merge(pairs[["pair_id", "label"]], on="pair_id", validate="one_to_one")
     precision, recall = precision_recall(joined.is_duplicate.fillna(False).astype(bool), joined.label.astype(bool))
-    print(json.dumps({"job": "duplicates", "rows": summary["rows_out"], "ok": summary["ok"],
-                      "rows_per_second": summary["rows_per_second"], "scoring_seconds": summary["scoring_seconds"],
-                      "padding_efficiency": summary["padding_efficiency"], "threshold": MINILM_THRESHOLD,
-                      "precision": round(precision, 4), "recall": round(recall, 4)}))
+    print(f"demo: duplicates: {summary['rows_out']:,} pairs scored in {summary['scoring_seconds']:.0f} s "
+          f"({summary['rows_per_second']:.1f} pairs/s); at cosine >= {MINILM_THRESHOLD} precision {precision:.3f}, "
+          f"recall {recall:.3f} against the generator's labels", flush=True)
 
 
 def intent_demo(rows: int, work: Path, run_date: str) -> None:
@@ -112,10 +109,10 @@ def intent_demo(rows: int, work: Path, run_date: str) -> None:
         batch[["query_id", "intent"]].rename(columns={"intent": "label"}), on="query_id", validate="one_to_one")
     held = scores[scores.query_id.str.startswith("heldout-")]
     gen = scores[~scores.query_id.str.startswith("heldout-")]
-    print(json.dumps({"job": "query_intent", "rows": summary["rows_out"], "ok": summary["ok"],
-                      "rows_per_second": summary["rows_per_second"], "scoring_seconds": summary["scoring_seconds"],
-                      "heldout_accuracy": round(float((held.intent == held.label).mean()), 4), "heldout_rows": len(held),
-                      "generated_accuracy": round(float((gen.intent == gen.label).mean()), 4)}))
+    print(f"demo: query_intent: {summary['rows_out']:,} queries classified in {summary['scoring_seconds']:.0f} s "
+          f"({summary['rows_per_second']:.1f} queries/s); held-out accuracy "
+          f"{float((held.intent == held.label).mean()):.3f} ({len(held)} hand-written queries), "
+          f"{float((gen.intent == gen.label).mean()):.3f} on generated queries", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,7 @@ class JobConfig:
     master: str | None
     progress_seconds: float
     overlap: bool = False
+    verbose: bool = False
     extra: dict = dataclasses.field(default_factory=dict)  # job-specific flags
 
 
@@ -81,7 +82,10 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
                      help="rows per Arrow batch handed to a worker (length sorting happens within it); default: 4096")
     opt.add_argument("--device", default=None, help="cpu, cuda:N or neuron:N when Spark assigns no resource; default: cpu")
     opt.add_argument("--master", default=None, help="Spark master when not launched by spark-submit; default: local[*]")
-    opt.add_argument("--progress-seconds", type=float, default=30.0, help="seconds between progress lines; default: 30")
+    opt.add_argument("--progress-seconds", type=float, default=30.0,
+                     help="seconds between progress lines when stderr is not a terminal (a terminal gets a "
+                          "progress bar); default: 30")
+    opt.add_argument("--verbose", action="store_true", help="Spark's INFO log lines on stderr; default: WARN and above")
     opt.add_argument("--overlap", action="store_true",
                      help="tokenize the next Arrow batch in a thread while the engine runs this one; default: off")
     return p
@@ -94,5 +98,5 @@ def config_from(args: argparse.Namespace, extra: dict) -> JobConfig:
         batch_tokens=args.batch_tokens, max_seq_len=args.max_seq_len,
         max_invalid_fraction=args.max_invalid_fraction, num_partitions=args.num_partitions,
         arrow_batch_rows=args.arrow_batch_rows, device=args.device, master=args.master,
-        progress_seconds=args.progress_seconds, overlap=args.overlap, extra=extra,
+        progress_seconds=args.progress_seconds, overlap=args.overlap, verbose=args.verbose, extra=extra,
     )

@@ -27,6 +27,10 @@ def spark_session(app_name: str, master: str | None) -> SparkSession:
         builder = builder.master(master or "local[*]")
         # Local Python workers run this interpreter (the venv's), not whatever `python3` is on PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkConf
+
+    if not SparkConf().contains("spark.ui.showConsoleProgress"):  # the job shows rows, not stages
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
     return builder.getOrCreate()
 
 

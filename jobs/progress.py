@@ -1,45 +1,126 @@
-"""A driver thread that prints rows done, rows/s and ETA while the scoring stage runs.
+"""Live progress of the scoring stage: rows scored so far, rows/s and ETA.
 
-Spark's status tracker counts finished tasks; rows are estimated from the share of tasks done
-in the running job, which is exact when partitions are even and close enough otherwise.
+Workers send their attempt's running row count after every Arrow batch (udfs/progress.py); the
+driver keeps the newest attempt's count per partition, so a retried task counts its rows once.
+On a terminal the job draws a progress bar (tqdm); elsewhere (EMR step logs, Airflow task logs,
+a pipe) it prints one plain line every --progress-seconds.
 """
 from __future__ import annotations
 
-import sys
+import secrets
+import socket
 import threading
 import time
 
+from udfs.progress import ProgressAddress
 
-class Progress(threading.Thread):
-    def __init__(self, spark, rows_total: int, every_seconds: float = 30.0, out=sys.stderr):
-        super().__init__(name="accel-scoring-progress", daemon=True)
-        self._tracker = spark.sparkContext.statusTracker()
-        self._rows_total = rows_total
+BAR_REFRESH_SECONDS = 0.5
+
+
+def driver_addresses(spark) -> tuple[str, str]:
+    """(bind, advertise): loopback in local mode; else Spark's own driver addresses, which the
+    executors already reach (its RPC and block manager live there)."""
+    conf = spark.sparkContext.getConf()
+    if conf.get("spark.master", "local").startswith("local"):
+        return "127.0.0.1", "127.0.0.1"
+    host = conf.get("spark.driver.host", socket.gethostname())
+    return conf.get("spark.driver.bindAddress", host), host
+
+
+class RowCounts:
+    """Newest attempt's running count per partition; a stale or foreign datagram changes nothing."""
+
+    def __init__(self, token: str):
+        self._token = token
+        self._by_partition: dict[str, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def record(self, message: str) -> None:
+        parts = message.split()
+        if len(parts) != 4 or parts[0] != self._token:
+            return
+        try:
+            attempt, rows = int(parts[2]), int(parts[3])
+        except ValueError:
+            return
+        with self._lock:
+            seen = self._by_partition.get(parts[1])
+            if seen is None or attempt > seen[0] or (attempt == seen[0] and rows > seen[1]):
+                self._by_partition[parts[1]] = (attempt, rows)
+
+    def total(self) -> int:
+        with self._lock:
+            return sum(rows for _, rows in self._by_partition.values())
+
+
+class Progress:
+    """Receives the workers' counts and shows them until stopped; use as a context manager."""
+
+    def __init__(self, spark, rows_total: int, every_seconds: float, out):
+        self.rows_total = rows_total
         self._every = every_seconds
         self._out = out
-        self._stop_event = threading.Event()
+        token = secrets.token_hex(8)
+        self.counts = RowCounts(token)
+        bind, advertise = driver_addresses(spark)
+        family = socket.getaddrinfo(bind, 0, type=socket.SOCK_DGRAM)[0][0]
+        self._sock = socket.socket(family, socket.SOCK_DGRAM)
+        self._sock.bind((bind, 0))
+        self._sock.settimeout(0.2)
+        self.address = ProgressAddress(advertise, self._sock.getsockname()[1], token)
+        self._stop = threading.Event()
         self._t0 = time.monotonic()
+        self._bar = None
+        self._threads = [threading.Thread(target=self._receive, name="accel-progress-receive", daemon=True),
+                         threading.Thread(target=self._show, name="accel-progress-show", daemon=True)]
 
-    def fraction_done(self) -> float:
-        done = total = 0
-        for stage_id in self._tracker.getActiveStageIds():
-            info = self._tracker.getStageInfo(stage_id)
-            if info:
-                done += info.numCompletedTasks
-                total += info.numTasks
-        return done / total if total else 0.0
+    def __enter__(self) -> "Progress":
+        self._t0 = time.monotonic()
+        if self._out.isatty():
+            from tqdm import tqdm
 
-    def line(self) -> str:
+            self._bar = tqdm(total=self.rows_total, unit="rows", file=self._out, dynamic_ncols=True,
+                             mininterval=BAR_REFRESH_SECONDS, desc="scoring")
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=2)
+        self._sock.close()
+        if self._bar is not None:
+            self._bar.close()
+
+    def line(self, rows: int | None = None) -> str:
+        rows = self.counts.total() if rows is None else rows
         elapsed = time.monotonic() - self._t0
-        rows = int(self._rows_total * self.fraction_done())
         rate = rows / elapsed if elapsed > 0 else 0.0
-        eta = (self._rows_total - rows) / rate if rate > 0 else float("nan")
-        return (f"progress: {rows}/{self._rows_total} rows ({rows / max(self._rows_total, 1):.0%}), "
-                f"{rate:.0f} rows/s, elapsed {elapsed:.0f}s, eta {eta:.0f}s")
+        eta = f"{(self.rows_total - rows) / rate:.0f}s" if rate > 0 else "unknown"
+        return (f"progress: {rows}/{self.rows_total} rows ({rows / max(self.rows_total, 1):.0%}), "
+                f"{rate:.0f} rows/s, elapsed {elapsed:.0f}s, eta {eta}")
 
-    def run(self) -> None:
-        while not self._stop_event.wait(self._every):
-            print(self.line(), file=self._out, flush=True)
+    def finish(self, rows_done: int) -> None:
+        """The last word, with Spark's exact count (lost datagrams cannot make it wrong)."""
+        if self._bar is not None:
+            self._bar.update(rows_done - self._bar.n)
+            self._bar.refresh()
+        else:
+            print(self.line(rows_done), file=self._out, flush=True)
 
-    def stop(self) -> None:
-        self._stop_event.set()
+    def _receive(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data = self._sock.recv(256)
+            except (socket.timeout, OSError):
+                continue
+            self.counts.record(data.decode("ascii", "replace"))
+
+    def _show(self) -> None:
+        every = BAR_REFRESH_SECONDS if self._bar is not None else self._every
+        while not self._stop.wait(every):
+            if self._bar is not None:
+                self._bar.update(self.counts.total() - self._bar.n)
+            else:
+                print(self.line(), file=self._out, flush=True)

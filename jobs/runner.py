@@ -5,15 +5,15 @@ more invalid/failed rows than --max-invalid-fraction (everything is still writte
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-import sys
 import time
 
 from engines.artifact import open_artifact
 from engines.errors import ArtifactError
 from engines.registry import resolve_backend
-from jobs import io
+from jobs import console, io, summary_text
 from jobs.cli import JobConfig
 from jobs.progress import Progress
 from udfs.device import bind_device
@@ -77,11 +77,14 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     from pyspark.sql import functions as F
 
     t_start = time.time()
+    out_stream = console.attach()
     try:
         spec, manifest = plan(cfg, workload)
     except io.InputError as e:
         return _fail(2, str(e))
     spark = io.spark_session(app_name, cfg.master)
+    if cfg.verbose:
+        spark.sparkContext.setLogLevel("INFO")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
     try:
         raw = io.read_input(spark, cfg.input, cfg.input_format)
@@ -93,25 +96,27 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         return _fail(2, f"cannot read --input {cfg.input}: {io.first_line(e)}")
     if cfg.num_partitions:
         df = df.repartition(cfg.num_partitions)
-    scored = df.mapInPandas(Scorer(spec, workload), output_ddl(workload))
+    partitions = cfg.num_partitions or raw.rdd.getNumPartitions()  # raw: a file scan, no job runs
+    console.say(f"scoring {rows_in:,} rows from {cfg.input} ({partitions} partitions) with "
+                f"{manifest.model_id} on backend {spec.backend}, {_device_plan(spark, spec)} "
+                f"-> {cfg.output}/run_date={cfg.run_date}")
     observation = Observation("accel_scoring")
-    scored = scored.observe(observation, *_observed_metrics(F, workload))
-    out = scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date))
-    print(f"scoring {rows_in} rows from {cfg.input} with {manifest.model_id} on backend {spec.backend} "
-          f"-> {cfg.output}/run_date={cfg.run_date}", file=sys.stderr, flush=True)
-    progress = Progress(spark, rows_in, cfg.progress_seconds)
-    progress.start()
     t_score = time.time()
-    try:
-        io.write_scores(out, cfg.output)
-    except Exception as e:  # noqa: BLE001 - a failed write is a failed run; say why, exit 1
-        return _fail(1, f"scoring failed: {_root_cause(e)}")
-    finally:
-        progress.stop()
-    scoring_seconds = time.time() - t_score
-    m = observation.get
+    with Progress(spark, rows_in, cfg.progress_seconds, out_stream) as progress:
+        spec = dataclasses.replace(spec, progress=progress.address)
+        scored = df.mapInPandas(Scorer(spec, workload), output_ddl(workload))
+        scored = scored.observe(observation, *_observed_metrics(F, workload))
+        out = scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date))
+        try:
+            io.write_scores(out, cfg.output)
+        except Exception as e:  # noqa: BLE001 - a failed write is a failed run; say why, exit 1
+            return _fail(1, f"scoring failed: {_root_cause(e)}")
+        scoring_seconds = time.time() - t_score
+        m = observation.get
+        progress.finish(int(m.get("rows_out") or 0))
     summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds)
     io.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
+    console.say(summary_text.render(summary))
     print(json.dumps(summary, sort_keys=True), flush=True)
     if summary["rows_out"] != rows_in:
         return _fail(1, f"row count mismatch: {rows_in} in, {summary['rows_out']} written")
@@ -120,6 +125,16 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
                         f"({summary['bad_fraction']:.2%} > --max-invalid-fraction {cfg.max_invalid_fraction:.2%}); "
                         f"all rows were written")
     return 0
+
+
+def _device_plan(spark, spec) -> str:
+    """What the start line can say about devices before any task runs."""
+    conf = spark.sparkContext.getConf()
+    for resource in ("gpu", "neuroncore"):
+        amount = conf.get(f"spark.executor.resource.{resource}.amount", None)
+        if amount:
+            return f"{amount} {resource} per executor (Spark assigns each task its address)"
+    return f"device {spec.device or 'cpu'}"
 
 
 def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -> dict:
@@ -172,5 +187,5 @@ def _root_cause(e: Exception) -> str:
 
 
 def _fail(code: int, message: str) -> int:
-    print(f"error: {message}", file=sys.stderr, flush=True)
+    console.say(f"error: {message}")
     return code

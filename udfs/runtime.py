@@ -11,6 +11,7 @@ from engines.artifact import Manifest, open_artifact
 from engines.base import Device, Engine
 from engines.errors import ArtifactError
 from engines.registry import engine_class
+from udfs.progress import ProgressAddress
 from udfs.tokenize import TextEncoder
 
 
@@ -25,6 +26,7 @@ class ScorerSpec:
     max_seq_len: int
     device: str | None = None
     overlap: bool = False  # tokenize the next Arrow batch while the engine runs this one
+    progress: ProgressAddress | None = None  # where the driver counts scored rows live
 
 
 def localize(uri: str) -> Path:

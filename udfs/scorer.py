@@ -17,6 +17,7 @@ import pandas as pd
 from udfs import faults
 from udfs.cache import WORKER_CACHE
 from udfs.device import bind_device, task_cpus, task_resources
+from udfs.progress import ProgressReporter
 from udfs.runtime import ScorerSpec, load_runtime
 
 METRIC_DDL = ("_m_real_tokens long, _m_padded_tokens long, _m_engine_loads int, "
@@ -80,18 +81,24 @@ class Scorer:
             t0 = time.perf_counter()
             return workload.prepare(runtime, frame), time.perf_counter() - t0
 
+        progress = ProgressReporter(spec.progress, ctx.partitionId() if ctx else None,
+                                    ctx.attemptNumber() if ctx else None)
         prepared = ahead(frames, prepare) if spec.overlap else map(prepare, frames)
-        for batch, prepare_seconds in prepared:
-            t0 = time.perf_counter()
-            out, scored = workload.finish(runtime, batch, spec.batch_tokens)
-            udf_seconds = prepare_seconds + time.perf_counter() - t0
-            metrics = {c: pd.Series([None] * len(out), dtype=object) for c in METRIC_COLUMNS}
-            if len(out):
-                stats = scored.stats
-                for col, value in zip(METRIC_COLUMNS, (stats.real_tokens, stats.padded_tokens, int(loaded),
-                                                       stats.engine_seconds, stats.retries, worker,
-                                                       stats.tokenize_seconds, udf_seconds)):
-                    metrics[col].iloc[0] = value
-                loaded = False
-            yield out.assign(**metrics)
-            faults.maybe_inject(ctx)  # test-only; here, a task has handed Spark some output rows
+        try:
+            for batch, prepare_seconds in prepared:
+                t0 = time.perf_counter()
+                out, scored = workload.finish(runtime, batch, spec.batch_tokens)
+                udf_seconds = prepare_seconds + time.perf_counter() - t0
+                metrics = {c: pd.Series([None] * len(out), dtype=object) for c in METRIC_COLUMNS}
+                if len(out):
+                    stats = scored.stats
+                    for col, value in zip(METRIC_COLUMNS, (stats.real_tokens, stats.padded_tokens, int(loaded),
+                                                           stats.engine_seconds, stats.retries, worker,
+                                                           stats.tokenize_seconds, udf_seconds)):
+                        metrics[col].iloc[0] = value
+                    loaded = False
+                progress.add(len(out))
+                yield out.assign(**metrics)
+                faults.maybe_inject(ctx)  # test-only; here, a task has handed Spark some output rows
+        finally:
+            progress.close()

@@ -1,0 +1,40 @@
+"""The run summary as a person reads it at the end of a run (the JSON line is for machines)."""
+from __future__ import annotations
+
+
+def _n(value) -> str:
+    return f"{int(value or 0):,}"
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{part / whole:.0%}" if whole > 0 else "–"
+
+
+def render(summary: dict) -> str:
+    s = summary
+    rate = s.get("rows_per_second")
+    reasons = ", ".join(f"{code} {_n(count)}" for code, count in (s.get("invalid_by_reason") or {}).items() if count)
+    worker = float(s.get("udf_seconds") or 0.0)
+    engine, tokenize = float(s.get("engine_seconds") or 0.0), float(s.get("tokenize_seconds") or 0.0)
+    lines = [
+        f"done: {_n(s['rows_out'])} of {_n(s['rows_in'])} rows in {s['scoring_seconds']:.1f} s"
+        f" ({rate:,.1f} rows/s) -> {s['output']}/run_date={s['run_date']}" if rate is not None else
+        f"done: {_n(s['rows_out'])} of {_n(s['rows_in'])} rows -> {s['output']}/run_date={s['run_date']}",
+        f"  rows      ok {_n(s['ok'])} · invalid {_n(s['invalid'])}{f' ({reasons})' if reasons else ''}"
+        f" · error {_n(s['error'])} · truncated {_n(s.get('truncated'))}",
+        f"  time      scoring {s['scoring_seconds']:.1f} s of {s['wall_seconds']:.1f} s wall; worker time"
+        f" {worker:.1f} s: engine {_share(engine, worker)}, tokenize {_share(tokenize, worker)},"
+        f" other {_share(max(worker - engine - tokenize, 0.0), worker)}",
+    ]
+    if s.get("padding_efficiency") is not None:
+        lines.append(f"  padding   efficiency {s['padding_efficiency']:.3f} ({_n(s['real_tokens'])} real of"
+                     f" {_n(s['padded_tokens'])} computed tokens)")
+    lines.append(f"  engine    {s['model']} on {s['backend']}, devices {', '.join(s.get('devices') or []) or '–'}"
+                 f" ({_n(s.get('engine_loads'))} engine loads, {_n(s.get('batch_retries'))} batch retries)")
+    cost = s.get("cost")
+    if cost and cost.get("usd_per_million_rows") is not None:
+        lines.append(f"  cost      ${cost['usd_per_million_rows']:,.4f} per million rows, ${cost['usd']:,.4f} this run"
+                     f" ({cost['instances']} x {cost['instance_type'] or 'instance'} at ${cost['usd_per_hour']:,.4f}/h)")
+    else:
+        lines.append("  cost      not estimated: give --instance-type or --usd-per-hour")
+    return "\n".join(lines)

@@ -1,0 +1,76 @@
+"""What a person sees while a job runs: its own lines on stderr and only the JSON summary on
+stdout, a Spark console without INFO lines, and progress that counts rows inside running tasks."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs.progress import RowCounts
+from tests.jobhelpers import pairs_frame
+
+REPO = Path(__file__).resolve().parent.parent
+CLEAN_ENV = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/local/bin:/usr/bin:/bin"}
+PROGRESS = re.compile(r"^progress: (\d+)/(\d+) rows", re.M)
+
+
+def test_row_counts_keep_the_newest_attempt_of_each_partition_and_ignore_strangers():
+    counts = RowCounts("tok")
+    for message in ["tok 0 0 100", "tok 1 0 50", "tok 0 0 300", "tok 0 0 200",  # out of order: 300 stays
+                    "tok 1 1 10",  # a retry of partition 1 starts again from its own count
+                    "tok 1 0 400",  # a late datagram of the failed attempt changes nothing
+                    "other 0 0 9999", "tok x 0 y", "garbage"]:
+        counts.record(message)
+    assert counts.total() == 310
+
+
+@pytest.fixture(scope="module")
+def pairs_parquet(tmp_path_factory):
+    path = tmp_path_factory.mktemp("in") / "pairs.parquet"
+    pairs_frame(2000).to_parquet(path)
+    return path
+
+
+@pytest.mark.spark
+def test_progress_counts_rows_while_two_partitions_run(spark, compile_artifact, pairs_parquet, tmp_path, capsys):
+    from jobs.duplicates import main
+
+    rc = main(["--input", str(pairs_parquet), "--output", str(tmp_path / "out"),
+               "--model", str(compile_artifact("embedding")), "--run-date", "2026-01-02",
+               "--num-partitions", "2", "--arrow-batch-rows", "50", "--progress-seconds", "0.05"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    counts = [int(m.group(1)) for m in PROGRESS.finditer(err)]
+    assert {int(m.group(2)) for m in PROGRESS.finditer(err)} == {2000}
+    assert counts == sorted(counts), counts  # no retries here, so the count never goes back
+    assert counts[-1] == 2000
+    # Finished tasks alone could only say 0, 1000 and 2000.
+    assert len({c for c in counts if 0 < c < 2000} - {1000}) >= 2, counts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["spark-submit", "python"])
+def test_a_clean_shell_gets_the_summary_alone_on_stdout_and_a_quiet_stderr(launcher, compile_artifact,
+                                                                          pairs_parquet, tmp_path):
+    """As the README shows it: the venv's own launcher, nothing activated or exported."""
+    venv_bin = Path(sys.executable).parent
+    cmd = [str(venv_bin / launcher), "jobs/duplicates.py", "--input", str(pairs_parquet),
+           "--output", str(tmp_path / "out"), "--model", str(compile_artifact("embedding")),
+           "--run-date", "2026-01-02", "--num-partitions", "2", "--progress-seconds", "1"]
+    proc = subprocess.run(cmd, cwd=REPO, env=CLEAN_ENV, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stdout_lines = proc.stdout.strip().splitlines()
+    assert len(stdout_lines) == 1, proc.stdout[-2000:]
+    summary = json.loads(stdout_lines[0])
+    assert summary["rows_out"] == 2000
+    err = proc.stderr
+    assert "scoring 2,000 rows from" in err
+    assert "done: 2,000 of 2,000 rows" in err
+    assert re.search(r"^  cost      ", err, re.M)
+    assert not re.search(r"^\S+ \S+ INFO ", err, re.M), err[:3000]  # log4j INFO lines
+    assert "Traceback" not in err
