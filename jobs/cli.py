@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import re
 
 BACKENDS = ("auto", "onnx", "torch", "tensorrt", "neuronx", "neuron")
 FORMATS = ("parquet", "jsonl", "csv")
@@ -29,11 +30,18 @@ class JobConfig:
     extra: dict = dataclasses.field(default_factory=dict)  # job-specific flags
 
 
+# The run date is a partition value, so only its documented spelling is accepted: fromisoformat
+# alone also reads 20261129 and week dates (2026-W48-7), while 11/29/2026 is refused.
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
 def _date(text: str) -> str:
-    try:
-        return dt.date.fromisoformat(text).isoformat()
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--run-date must be YYYY-MM-DD, got {text!r}") from None
+    if _ISO_DATE.fullmatch(text):
+        try:
+            return dt.date.fromisoformat(text).isoformat()
+        except ValueError:  # no such day: 2026-02-30
+            pass
+    raise argparse.ArgumentTypeError(f"--run-date must be YYYY-MM-DD, got {text!r}")
 
 
 def _fraction(text: str) -> float:
