@@ -41,7 +41,7 @@ def _date(text: str) -> str:
             return dt.date.fromisoformat(text).isoformat()
         except ValueError:  # no such day: 2026-02-30
             pass
-    raise argparse.ArgumentTypeError(f"--run-date must be YYYY-MM-DD, got {text!r}")
+    raise argparse.ArgumentTypeError(f"must be YYYY-MM-DD, got {text!r}")
 
 
 def _fraction(text: str) -> float:
@@ -68,8 +68,15 @@ def format_from_path(path: str) -> str:
     return "parquet"
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad flag is one `error:` line, like every other refusal of the job, not a usage block."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=description)
+    p = _Parser(prog=prog, description=description)
     req = p.add_argument_group("Required arguments")
     req.add_argument("--input", required=True, help="input table: a folder or file, local or s3://")
     req.add_argument("--output", required=True, help="output root; rows land in <output>/run_date=<date>/")

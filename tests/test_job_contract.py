@@ -72,7 +72,7 @@ def test_wrong_task_artifact_and_unreadable_input_exit_2(spark, compile_artifact
 def test_bad_flag_values_exit_2(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--input", "x", "--output", "y", "--model", "z", "--run-date", "29/11/2026"])
-    assert e.value.code == 2 and "--run-date must be YYYY-MM-DD" in capsys.readouterr().err
+    assert e.value.code == 2 and "argument --run-date: must be YYYY-MM-DD" in capsys.readouterr().err
 
 
 def test_invalid_fraction_gate_exits_1_after_writing_everything(spark, model, write, tmp_path, capsys):
