@@ -2,6 +2,7 @@
 a local folder, `s3://` on EMR (EMRFS), `s3a://` elsewhere."""
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 
@@ -42,6 +43,30 @@ def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
         return reader.option("header", True).option("multiLine", True).option("escape", '"').csv(path)
     except AnalysisException as e:
         raise InputError(f"cannot read --input {path} as {fmt}: {first_line(e)}") from None
+
+
+def absent_fields(df: DataFrame, workload) -> list[str]:
+    """The workload's optional columns that the input lacks, after one warning on stderr per input
+    column that looks like a misspelling of a missing one: `right_brnad` would otherwise leave
+    `right_brand` empty without a word and change the scores."""
+    expected = list(dict.fromkeys(workload.required_columns + workload.text_columns))
+    missing = [c for c in expected if c not in df.columns]
+    for column, match in lookalikes([c for c in df.columns if c not in expected], missing):
+        print(f"warning: input column {column!r} looks like a misspelling of {match!r}, which the input lacks; "
+              f"{column!r} is not read", file=sys.stderr, flush=True)
+    return [c for c in workload.optional_columns if c in missing]
+
+
+def lookalikes(columns: list[str], missing: list[str]) -> list[tuple[str, str]]:
+    """(column, the missing column it resembles) pairs: difflib's ratio >= 0.8, ignoring case.
+    0.8 takes `right_brnad`/`right_brand` (0.91) and leaves `right_price`/`right_title` (0.73)."""
+    by_lower = {m.lower(): m for m in missing}
+    pairs = []
+    for column in columns:
+        close = difflib.get_close_matches(column.lower(), list(by_lower), n=1, cutoff=0.8)
+        if close:
+            pairs.append((column, by_lower[close[0]]))
+    return pairs
 
 
 def prepare(df: DataFrame, required: list[str], text_columns: list[str], id_column: str) -> DataFrame:

@@ -85,6 +85,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
     try:
         raw = io.read_input(spark, cfg.input, cfg.input_format)
+        fields_absent = io.absent_fields(raw, workload)
         df = io.prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
         rows_in = raw.count()
     except io.InputError as e:
@@ -98,7 +99,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     scored = scored.observe(observation, *_observed_metrics(F, workload))
     out = scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date))
     print(f"scoring {rows_in} rows from {cfg.input} with {manifest.model_id} on backend {spec.backend} "
-          f"-> {cfg.output}/run_date={cfg.run_date}", file=sys.stderr, flush=True)
+          f"-> {cfg.output}/run_date={cfg.run_date}" + (f"; fields_absent: {', '.join(fields_absent)}" if fields_absent else ""),
+          file=sys.stderr, flush=True)
     progress = Progress(spark, rows_in, cfg.progress_seconds)
     progress.start()
     t_score = time.time()
@@ -110,7 +112,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         progress.stop()
     scoring_seconds = time.time() - t_score
     m = observation.get
-    summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds)
+    summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent)
     io.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
     print(json.dumps(summary, sort_keys=True), flush=True)
     if summary["rows_out"] != rows_in:
@@ -122,7 +124,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     return 0
 
 
-def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -> dict:
+def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent) -> dict:
     tasks = sorted((json.loads(t) for t in (m.get("tasks") or "").splitlines()), key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
     rows_out = int(m.get("rows_out") or 0)
     real, padded = int(m.get("real_tokens") or 0), int(m.get("padded_tokens") or 0)
@@ -131,7 +133,7 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -
         "job": spark.sparkContext.appName, "run_date": cfg.run_date, "input": cfg.input, "output": cfg.output,
         "rows_in": rows_in, "rows_out": rows_out, "ok": int(m.get("ok") or 0), "invalid": invalid, "error": error,
         "invalid_by_reason": {code: int(m.get(f"invalid_{code}") or 0) for code in REASON_CODES},
-        "truncated": int(m.get("truncated") or 0),
+        "truncated": int(m.get("truncated") or 0), "fields_absent": fields_absent,
         "bad_fraction": (invalid + error) / rows_in if rows_in else 0.0,
         "wall_seconds": round(time.time() - t_start, 3), "scoring_seconds": round(scoring_seconds, 3),
         "rows_per_second": round(rows_out / scoring_seconds, 2) if scoring_seconds > 0 else None,

@@ -109,9 +109,10 @@ def test_rerun_replaces_only_its_date(spark, model, write, tmp_path, capsys):
 def test_jsonl_and_csv_inputs_with_absent_optional_fields(spark, model, write, tmp_path, capsys, name):
     df = pairs_frame(10)[["pair_id", "left_title", "right_title", "left_description"]]
     df.loc[3, "left_description"] = 'has "quotes", commas\nand a newline'
-    rc, summary, _ = run_job(main, capsys, input=write(df, name), output=tmp_path / "out", model=model, run_date="2026-05-01")
+    rc, summary, err = run_job(main, capsys, input=write(df, name), output=tmp_path / "out", model=model, run_date="2026-05-01")
     res = read_partition(tmp_path / "out", "2026-05-01")
     assert rc == 0 and len(res) == 10 and (res.status == "ok").all()
+    assert summary["fields_absent"] == ["left_brand", "right_brand", "right_description"] and "warning:" not in err
 
 
 def test_torch_backend_end_to_end(spark, compile_artifact, write, tmp_path, capsys):
