@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+import uuid
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -88,6 +89,50 @@ def prepare(df: DataFrame, required: list[str], text_columns: list[str], id_colu
     counts = df.groupBy(id_column).count().where(F.col("count") > 1).withColumnRenamed("count", ID_COUNT)
     # Duplicate ids are rare, so the counts are broadcast and the input is never shuffled.
     return df.join(F.broadcast(counts), on=id_column, how="left")
+
+
+def check_output(spark: SparkSession, output: str) -> None:
+    """Refuse an --output that Spark could not write, before any task runs: a scheme with no
+    Hadoop FileSystem, a file (or a path under one), or a place this user cannot create files in.
+
+    Writability is probed by creating and deleting a file under --output: permission bits cannot
+    tell (root, S3 bucket policies). The folders the probe created are removed again, so a job
+    refused later (or here) leaves --output as it was.
+    """
+    jvm = spark.sparkContext._jvm
+    try:
+        path = jvm.org.apache.hadoop.fs.Path(output)
+    except Exception as e:  # noqa: BLE001 - an empty or malformed URI
+        raise InputError(f"--output {output!r} is not a path: {first_line(e)}") from None
+    try:
+        fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    except Exception as e:  # noqa: BLE001 - no FileSystem registered, or its class not installed
+        raise InputError(f"--output {output}: unsupported scheme {path.toUri().getScheme()!r} ({_java_message(e)})") from None
+    path = fs.makeQualified(path)
+    absent = []  # path and the parents that do not exist yet, deepest first
+    node = path
+    while node is not None and not fs.exists(node):
+        absent.append(node)
+        node = node.getParent()
+    if node is not None and fs.getFileStatus(node).isFile():
+        raise InputError(f"--output {output} is a file, not a folder" if not absent
+                         else f"--output {output} is under {node.toString()}, a file, not a folder")
+    probe = jvm.org.apache.hadoop.fs.Path(path, f".accel-scoring-write-check-{uuid.uuid4().hex}")
+    try:
+        fs.create(probe, False).close()
+    except Exception as e:  # noqa: BLE001 - permission denied, read-only, bucket policy
+        raise InputError(f"--output {output} is not writable: {_java_message(e)}") from None
+    finally:
+        for made in [probe] + absent:
+            fs.delete(made, False)
+
+
+def _java_message(e: Exception) -> str:
+    """The Java exception's own message, without py4j's stack trace."""
+    java = getattr(e, "java_exception", None)
+    if java is None:
+        return first_line(e)
+    return (java.getMessage() or java.toString()).strip().splitlines()[0]
 
 
 def write_scores(df: DataFrame, output: str) -> None:

@@ -84,6 +84,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     spark = io.spark_session(app_name, cfg.master)
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
     try:
+        io.check_output(spark, cfg.output)
         raw = io.read_input(spark, cfg.input, cfg.input_format)
         fields_absent = io.absent_fields(raw, workload)
         df = io.prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
