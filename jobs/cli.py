@@ -4,6 +4,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import re
+
+from jobs import console
 
 BACKENDS = ("auto", "onnx", "torch", "tensorrt", "neuronx", "neuron")
 FORMATS = ("parquet", "jsonl", "csv")
@@ -30,11 +33,18 @@ class JobConfig:
     extra: dict = dataclasses.field(default_factory=dict)  # job-specific flags
 
 
+# The run date is a partition value, so only its documented spelling is accepted: fromisoformat
+# alone also reads 20261129 and week dates (2026-W48-7), while 11/29/2026 is refused.
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
 def _date(text: str) -> str:
-    try:
-        return dt.date.fromisoformat(text).isoformat()
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--run-date must be YYYY-MM-DD, got {text!r}") from None
+    if _ISO_DATE.fullmatch(text):
+        try:
+            return dt.date.fromisoformat(text).isoformat()
+        except ValueError:  # no such day: 2026-02-30
+            pass
+    raise argparse.ArgumentTypeError(f"must be YYYY-MM-DD, got {text!r}")
 
 
 def _fraction(text: str) -> float:
@@ -61,8 +71,17 @@ def format_from_path(path: str) -> str:
     return "parquet"
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad flag is one `error:` line, like every other refusal of the job, not a usage block."""
+
+    def error(self, message: str):
+        console.attach()  # under spark-submit, the launcher's stderr
+        console.say(f"error: {message} (see {self.prog} --help)")
+        raise SystemExit(2)
+
+
 def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=description)
+    p = _Parser(prog=prog, description=description)
     req = p.add_argument_group("Required arguments")
     req.add_argument("--input", required=True, help="input table: a folder or file, local or s3://")
     req.add_argument("--output", required=True, help="output root; rows land in <output>/run_date=<date>/")

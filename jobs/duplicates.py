@@ -26,12 +26,15 @@ def main(argv: list[str] | None = None) -> int:
                              "default: title,brand,description")
     parser.add_argument("--id-column", default="pair_id", help="default: pair_id")
     parser.add_argument("--threshold", type=float, default=None, help="is_duplicate = score >= this; default: the artifact's")
+    parser.add_argument("--strict-fields", action="store_true",
+                        help="every field's columns are required (exit 2 if one is absent); default: only the first's")
     args = parser.parse_args(argv)
     fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
     if not fields:
         parser.error("--fields needs at least one field")
-    workload = Duplicates(fields=fields, id_column=args.id_column, threshold=args.threshold)
-    cfg = config_from(args, {"fields": fields, "threshold": args.threshold})
+    workload = Duplicates(fields=fields, id_column=args.id_column, threshold=args.threshold,
+                          strict_fields=args.strict_fields)
+    cfg = config_from(args, {"fields": fields, "threshold": args.threshold, "strict_fields": args.strict_fields})
     return runner.run(cfg, workload, "accel-scoring-duplicates")
 
 

@@ -2,13 +2,16 @@
 a local folder, `s3://` on EMR (EMRFS), `s3a://` elsewhere."""
 from __future__ import annotations
 
+import difflib
 import os
 import sys
+import uuid
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from jobs import console
 from udfs.workloads import ID_COUNT
 
 
@@ -48,6 +51,30 @@ def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
         raise InputError(f"cannot read --input {path} as {fmt}: {first_line(e)}") from None
 
 
+def absent_fields(df: DataFrame, workload) -> list[str]:
+    """The workload's optional columns that the input lacks, after one warning on stderr per input
+    column that looks like a misspelling of a missing one: `right_brnad` would otherwise leave
+    `right_brand` empty without a word and change the scores."""
+    expected = list(dict.fromkeys(workload.required_columns + workload.text_columns))
+    missing = [c for c in expected if c not in df.columns]
+    for column, match in lookalikes([c for c in df.columns if c not in expected], missing):
+        console.say(f"warning: input column {column!r} looks like a misspelling of {match!r}, which the input "
+                    f"lacks; {column!r} is not read")
+    return [c for c in workload.optional_columns if c in missing]
+
+
+def lookalikes(columns: list[str], missing: list[str]) -> list[tuple[str, str]]:
+    """(column, the missing column it resembles) pairs: difflib's ratio >= 0.8, ignoring case.
+    0.8 takes `right_brnad`/`right_brand` (0.91) and leaves `right_price`/`right_title` (0.73)."""
+    by_lower = {m.lower(): m for m in missing}
+    pairs = []
+    for column in columns:
+        close = difflib.get_close_matches(column.lower(), list(by_lower), n=1, cutoff=0.8)
+        if close:
+            pairs.append((column, by_lower[close[0]]))
+    return pairs
+
+
 def prepare(df: DataFrame, required: list[str], text_columns: list[str], id_column: str) -> DataFrame:
     """Check columns, cast scalar ids/texts to strings, and count each id's occurrences.
 
@@ -67,6 +94,50 @@ def prepare(df: DataFrame, required: list[str], text_columns: list[str], id_colu
     counts = df.groupBy(id_column).count().where(F.col("count") > 1).withColumnRenamed("count", ID_COUNT)
     # Duplicate ids are rare, so the counts are broadcast and the input is never shuffled.
     return df.join(F.broadcast(counts), on=id_column, how="left")
+
+
+def check_output(spark: SparkSession, output: str) -> None:
+    """Refuse an --output that Spark could not write, before any task runs: a scheme with no
+    Hadoop FileSystem, a file (or a path under one), or a place this user cannot create files in.
+
+    Writability is probed by creating and deleting a file under --output: permission bits cannot
+    tell (root, S3 bucket policies). The folders the probe created are removed again, so a job
+    refused later (or here) leaves --output as it was.
+    """
+    jvm = spark.sparkContext._jvm
+    try:
+        path = jvm.org.apache.hadoop.fs.Path(output)
+    except Exception as e:  # noqa: BLE001 - an empty or malformed URI
+        raise InputError(f"--output {output!r} is not a path: {first_line(e)}") from None
+    try:
+        fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    except Exception as e:  # noqa: BLE001 - no FileSystem registered, or its class not installed
+        raise InputError(f"--output {output}: unsupported scheme {path.toUri().getScheme()!r} ({_java_message(e)})") from None
+    path = fs.makeQualified(path)
+    absent = []  # path and the parents that do not exist yet, deepest first
+    node = path
+    while node is not None and not fs.exists(node):
+        absent.append(node)
+        node = node.getParent()
+    if node is not None and fs.getFileStatus(node).isFile():
+        raise InputError(f"--output {output} is a file, not a folder" if not absent
+                         else f"--output {output} is under {node.toString()}, a file, not a folder")
+    probe = jvm.org.apache.hadoop.fs.Path(path, f".accel-scoring-write-check-{uuid.uuid4().hex}")
+    try:
+        fs.create(probe, False).close()
+    except Exception as e:  # noqa: BLE001 - permission denied, read-only, bucket policy
+        raise InputError(f"--output {output} is not writable: {_java_message(e)}") from None
+    finally:
+        for made in [probe] + absent:
+            fs.delete(made, False)
+
+
+def _java_message(e: Exception) -> str:
+    """The Java exception's own message, without py4j's stack trace."""
+    java = getattr(e, "java_exception", None)
+    if java is None:
+        return first_line(e)
+    return (java.getMessage() or java.toString()).strip().splitlines()[0]
 
 
 def write_scores(df: DataFrame, output: str) -> None:

@@ -87,7 +87,9 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         spark.sparkContext.setLogLevel("INFO")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
     try:
+        io.check_output(spark, cfg.output)
         raw = io.read_input(spark, cfg.input, cfg.input_format)
+        fields_absent = io.absent_fields(raw, workload)
         df = io.prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
         rows_in = raw.count()
     except io.InputError as e:
@@ -99,7 +101,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     partitions = cfg.num_partitions or raw.rdd.getNumPartitions()  # raw: a file scan, no job runs
     console.say(f"scoring {rows_in:,} rows from {cfg.input} ({partitions} partitions) with "
                 f"{manifest.model_id} on backend {spec.backend}, {_device_plan(spark, spec)} "
-                f"-> {cfg.output}/run_date={cfg.run_date}")
+                f"-> {cfg.output}/run_date={cfg.run_date}"
+                + (f"; fields_absent: {', '.join(fields_absent)}" if fields_absent else ""))
     observation = Observation("accel_scoring")
     t_score = time.time()
     with Progress(spark, rows_in, cfg.progress_seconds, out_stream) as progress:
@@ -114,7 +117,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         scoring_seconds = time.time() - t_score
         m = observation.get
         progress.finish(int(m.get("rows_out") or 0))
-    summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds)
+    summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent)
     io.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
     console.say(summary_text.render(summary))
     print(json.dumps(summary, sort_keys=True), flush=True)
@@ -137,7 +140,7 @@ def _device_plan(spark, spec) -> str:
     return f"device {spec.device or 'cpu'}"
 
 
-def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -> dict:
+def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent) -> dict:
     tasks = sorted((json.loads(t) for t in (m.get("tasks") or "").splitlines()), key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
     rows_out = int(m.get("rows_out") or 0)
     real, padded = int(m.get("real_tokens") or 0), int(m.get("padded_tokens") or 0)
@@ -146,7 +149,7 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -
         "job": spark.sparkContext.appName, "run_date": cfg.run_date, "input": cfg.input, "output": cfg.output,
         "rows_in": rows_in, "rows_out": rows_out, "ok": int(m.get("ok") or 0), "invalid": invalid, "error": error,
         "invalid_by_reason": {code: int(m.get(f"invalid_{code}") or 0) for code in REASON_CODES},
-        "truncated": int(m.get("truncated") or 0),
+        "truncated": int(m.get("truncated") or 0), "fields_absent": fields_absent,
         "bad_fraction": (invalid + error) / rows_in if rows_in else 0.0,
         "wall_seconds": round(time.time() - t_start, 3), "scoring_seconds": round(scoring_seconds, 3),
         "rows_per_second": round(rows_out / scoring_seconds, 2) if scoring_seconds > 0 else None,

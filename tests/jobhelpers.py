@@ -8,11 +8,16 @@ import pandas as pd
 
 
 def run_job(main, capsys, **flags) -> tuple[int, dict | None, str]:
+    """main(--flag value ...) -> (exit code, summary, stderr); a flag set to True is passed bare,
+    and argparse's exit (a bad flag value) is returned as its code like any other."""
     argv = []
     for flag, value in flags.items():
-        argv += [f"--{flag.replace('_', '-')}", str(value)]
+        argv += [f"--{flag.replace('_', '-')}"] + ([] if value is True else [str(value)])
     argv += ["--progress-seconds", "3600"]
-    rc = main(argv)
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code
     captured = capsys.readouterr()
     lines = [l for l in captured.out.splitlines() if l.startswith("{")]
     return rc, (json.loads(lines[-1]) if lines else None), captured.err

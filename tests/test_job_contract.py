@@ -72,7 +72,7 @@ def test_wrong_task_artifact_and_unreadable_input_exit_2(spark, compile_artifact
 def test_bad_flag_values_exit_2(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--input", "x", "--output", "y", "--model", "z", "--run-date", "29/11/2026"])
-    assert e.value.code == 2 and "--run-date must be YYYY-MM-DD" in capsys.readouterr().err
+    assert e.value.code == 2 and "argument --run-date: must be YYYY-MM-DD" in capsys.readouterr().err
 
 
 def test_invalid_fraction_gate_exits_1_after_writing_everything(spark, model, write, tmp_path, capsys):
@@ -109,9 +109,10 @@ def test_rerun_replaces_only_its_date(spark, model, write, tmp_path, capsys):
 def test_jsonl_and_csv_inputs_with_absent_optional_fields(spark, model, write, tmp_path, capsys, name):
     df = pairs_frame(10)[["pair_id", "left_title", "right_title", "left_description"]]
     df.loc[3, "left_description"] = 'has "quotes", commas\nand a newline'
-    rc, summary, _ = run_job(main, capsys, input=write(df, name), output=tmp_path / "out", model=model, run_date="2026-05-01")
+    rc, summary, err = run_job(main, capsys, input=write(df, name), output=tmp_path / "out", model=model, run_date="2026-05-01")
     res = read_partition(tmp_path / "out", "2026-05-01")
     assert rc == 0 and len(res) == 10 and (res.status == "ok").all()
+    assert summary["fields_absent"] == ["left_brand", "right_brand", "right_description"] and "warning:" not in err
 
 
 def test_torch_backend_end_to_end(spark, compile_artifact, write, tmp_path, capsys):

@@ -52,6 +52,7 @@ class Duplicates:
     fields: tuple[str, ...] = ("title", "brand", "description")
     id_column: str = "pair_id"
     threshold: float | None = None  # None: the artifact's threshold
+    strict_fields: bool = False  # every field's columns are required, not only the first's
     tasks = ("pair-classification", "embedding")
 
     @property
@@ -60,7 +61,13 @@ class Duplicates:
 
     @property
     def required_columns(self) -> list[str]:
-        return [self.id_column, f"left_{self.fields[0]}", f"right_{self.fields[0]}"]
+        fields = self.fields if self.strict_fields else self.fields[:1]
+        return [self.id_column] + [f"{side}_{f}" for side in ("left", "right") for f in fields]
+
+    @property
+    def optional_columns(self) -> list[str]:
+        """Field columns read as empty text when absent (the job reports them as fields_absent)."""
+        return [c for c in self.text_columns if c not in self.required_columns]
 
     def output_ddl(self) -> str:
         return f"{self.id_column} string, score double, is_duplicate boolean, {COMMON_COLUMNS}"
@@ -113,6 +120,10 @@ class QueryIntent:
     @property
     def required_columns(self) -> list[str]:
         return [self.id_column, self.query_column]
+
+    @property
+    def optional_columns(self) -> list[str]:
+        return []
 
     def output_ddl(self) -> str:
         return (f"{self.id_column} string, intent string, confidence double, "
