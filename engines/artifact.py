@@ -106,10 +106,20 @@ def read_manifest(folder: Path) -> Manifest:
     try:
         raw = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ArtifactError(f"{folder} is not an artifact: {MANIFEST} not found") from None
+        raise ArtifactError(_not_an_artifact(Path(folder))) from None
     except (OSError, json.JSONDecodeError) as e:
         raise ArtifactError(f"cannot read {path}: {e}") from None
     return Manifest.from_dict(raw)
+
+
+def _not_an_artifact(folder: Path) -> str:
+    if not folder.is_dir():
+        return "no such folder"
+    # The usual mistake: pointing a job at the Hugging Face folder instead of its compiled artifact.
+    if (folder / "config.json").is_file():
+        return (f"a Hugging Face model folder (config.json, no {MANIFEST}), not an artifact; compile it first: "
+                f"python -m engines.compile --model {folder} --task {{{','.join(TASKS)}}} --out artifacts/{folder.name}")
+    return f"{MANIFEST} not found: not an artifact folder (make one with python -m engines.compile)"
 
 
 def verify_files(folder: Path, manifest: Manifest) -> None:
