@@ -104,11 +104,22 @@ def write_manifest(folder: Path, manifest: Manifest) -> Path:
 def read_manifest(folder: Path) -> Manifest:
     path = Path(folder) / MANIFEST
     try:
-        raw = json.loads(path.read_text())
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ArtifactError(_not_an_artifact(Path(folder))) from None
-    except (OSError, json.JSONDecodeError) as e:
+    except OSError as e:
         raise ArtifactError(f"cannot read {path}: {e}") from None
+    return parse_manifest(data, path)
+
+
+def parse_manifest(data: bytes, where: object) -> Manifest:
+    """A Manifest from manifest.json's bytes; `where` names the file in the error."""
+    try:
+        raw = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ArtifactError(f"{where} is not valid JSON: {e}") from None
+    if not isinstance(raw, dict):
+        raise ArtifactError(f"{where} holds {type(raw).__name__}, not a JSON object")
     return Manifest.from_dict(raw)
 
 

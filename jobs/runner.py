@@ -10,14 +10,14 @@ import re
 import sys
 import time
 
-from engines.artifact import open_artifact
 from engines.errors import ArtifactError
 from engines.registry import resolve_backend
+from engines.store import open_manifest
 from jobs import io
 from jobs.cli import JobConfig
 from jobs.progress import Progress
 from udfs.device import bind_device
-from udfs.runtime import ScorerSpec, localize
+from udfs.runtime import ScorerSpec
 from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
 from udfs.validate import REASON_CODES
 
@@ -33,7 +33,7 @@ ACCELERATOR_BATCH_TOKENS = 8192
 def plan(cfg: JobConfig, workload) -> tuple[ScorerSpec, object]:
     """Driver-side checks of the artifact before any task starts (InputError on failure)."""
     try:
-        manifest = open_artifact(localize(cfg.model))
+        manifest = open_manifest(cfg.model)
         backend = resolve_backend(cfg.backend, manifest)
     except ArtifactError as e:
         raise io.InputError(f"--model {cfg.model}: {e}") from None
