@@ -120,7 +120,12 @@ def parse_manifest(data: bytes, where: object) -> Manifest:
         raise ArtifactError(f"{where} is not valid JSON: {e}") from None
     if not isinstance(raw, dict):
         raise ArtifactError(f"{where} holds {type(raw).__name__}, not a JSON object")
-    return Manifest.from_dict(raw)
+    try:
+        return Manifest.from_dict(raw)
+    except ArtifactError:
+        raise
+    except (TypeError, ValueError) as e:  # valid JSON, but a field of the wrong type
+        raise ArtifactError(f"{where} has a malformed field: {e}") from None
 
 
 def _not_an_artifact(folder: Path) -> str:
