@@ -3,7 +3,8 @@
 The Neuron paths (neuronx and the legacy neuron) run through the real job, in Spark's Python
 workers, with the torch_neuronx / torch_neuron TEST DOUBLES (tests/doubles/) on the workers' PYTHONPATH and --device neuron:0 (local mode
 assigns no custom resources). The TensorRT path has no GPU here: it proves `auto` falls back to
-ONNX Runtime with a warning and an explicit `--backend tensorrt` fails with a clear error.
+ONNX Runtime with a warning when no accelerator is requested, picks TensorRT when the Spark conf
+requests a gpu per executor, and an explicit `--backend tensorrt` fails with a clear error.
 """
 import json
 import os
