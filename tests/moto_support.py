@@ -107,7 +107,7 @@ def aws_env(url: str) -> dict[str, str]:
 def iam_enforced(url: str) -> Iterator[None]:
     """Inside: moto authenticates every request and evaluates the caller's IAM policies (it
     allows everything by default). Restored on the way out, also when the test fails."""
-    _post(f"{url}/moto-api/reset-auth", b"0")  # unauthenticated requests still allowed: 0
+    _post(f"{url}/moto-api/reset-auth", b"0")  # how many more requests may skip the checks
     try:
         yield
     finally:
