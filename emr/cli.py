@@ -343,8 +343,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      NoCredentialsError, NoRegionError, ParamValidationError,
                                      ProfileNotFound)
 
-    from engines.store import ArtifactStoreError
-
     args = build_parser().parse_args(argv)
     try:
         code = COMMANDS[args.command](args)
@@ -355,9 +353,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EmrError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except ArtifactStoreError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
     except NoCredentialsError:
         print("error: no AWS credentials found (set AWS_PROFILE / --aws-profile, or the "
               "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY variables)", file=sys.stderr)

@@ -104,12 +104,38 @@ def write_manifest(folder: Path, manifest: Manifest) -> Path:
 def read_manifest(folder: Path) -> Manifest:
     path = Path(folder) / MANIFEST
     try:
-        raw = json.loads(path.read_text())
+        data = path.read_bytes()
     except FileNotFoundError:
-        raise ArtifactError(f"{folder} is not an artifact: {MANIFEST} not found") from None
-    except (OSError, json.JSONDecodeError) as e:
+        raise ArtifactError(_not_an_artifact(Path(folder))) from None
+    except OSError as e:
         raise ArtifactError(f"cannot read {path}: {e}") from None
-    return Manifest.from_dict(raw)
+    return parse_manifest(data, path)
+
+
+def parse_manifest(data: bytes, where: object) -> Manifest:
+    """A Manifest from manifest.json's bytes; `where` names the file in the error."""
+    try:
+        raw = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ArtifactError(f"{where} is not valid JSON: {e}") from None
+    if not isinstance(raw, dict):
+        raise ArtifactError(f"{where} holds {type(raw).__name__}, not a JSON object")
+    try:
+        return Manifest.from_dict(raw)
+    except ArtifactError:
+        raise
+    except (TypeError, ValueError) as e:  # valid JSON, but a field of the wrong type
+        raise ArtifactError(f"{where} has a malformed field: {e}") from None
+
+
+def _not_an_artifact(folder: Path) -> str:
+    if not folder.is_dir():
+        return "no such folder"
+    # The usual mistake: pointing a job at the Hugging Face folder instead of its compiled artifact.
+    if (folder / "config.json").is_file():
+        return (f"a Hugging Face model folder (config.json, no {MANIFEST}), not an artifact; compile it first: "
+                f"python -m engines.compile --model {folder} --task {{{','.join(TASKS)}}} --out artifacts/{folder.name}")
+    return f"{MANIFEST} not found: not an artifact folder (make one with python -m engines.compile)"
 
 
 def verify_files(folder: Path, manifest: Manifest) -> None:

@@ -1,4 +1,4 @@
-"""What accelerators this machine (or this Spark application's executors) has.
+"""What accelerators this machine, or a Spark application's executors, have.
 
 Cheap probes only: no CUDA context is created and no Neuron runtime is started, so calling
 them on a driver or inside a Python worker never claims a device. Used by `--backend auto`
@@ -33,6 +33,10 @@ class Hardware:
     @property
     def neuron(self) -> bool:
         return self.neuron_cores > 0
+
+    def __str__(self) -> str:
+        found = [f"{n} {name}" for n, name in ((self.gpus, "gpu"), (self.neuron_cores, "neuroncore")) if n]
+        return f"{self.source}: {', '.join(found) or 'none'}"
 
 
 def parse_core_list(text: str) -> list[str]:
@@ -121,36 +125,41 @@ def neuron_instance_type() -> str | None:
     return types.pop() if len(types) == 1 else None
 
 
+# Engine device kind -> the Spark resource name executors request it by.
+SPARK_RESOURCE = {"cuda": "gpu", "neuron": "neuroncore"}
+
+
 def from_spark_conf(conf: Mapping[str, str]) -> Hardware | None:
     """Executor resources requested in Spark's configuration, if any (what executors will have)."""
-    def amount(name: str) -> float:
+    def amount(kind: str) -> float:
         try:
-            return float(conf.get(f"spark.executor.resource.{name}.amount", 0) or 0)
+            return float(conf.get(f"spark.executor.resource.{SPARK_RESOURCE[kind]}.amount", 0) or 0)
         except ValueError:
             return 0.0
 
-    gpus, cores = amount("gpu"), amount("neuroncore")
+    gpus, cores = amount("cuda"), amount("neuron")
     if gpus or cores:
         return Hardware(gpus=int(gpus), neuron_cores=int(cores), source="spark executor resources")
     return None
 
 
-def detect() -> Hardware:
-    """Executor resources from an active SparkContext if there is one, else this machine's devices.
+def executors(conf: Mapping[str, str]) -> Hardware:
+    """What a running Spark application's executors have, from its configuration.
 
-    On a cluster the driver's own hardware says nothing about the executors', so an active
-    session's `spark.executor.resource.*` settings win.
+    Their resource requests when there are any. Otherwise, in local mode the tasks run on this
+    machine, so its devices; on a cluster the driver's devices say nothing about the executors',
+    so none.
     """
-    try:
-        from pyspark import SparkContext
+    requested = from_spark_conf(conf)
+    if requested is not None:
+        return requested
+    if conf.get("spark.master", "").startswith("local"):
+        return detect()
+    return Hardware(source="no spark.executor.resource.{gpu,neuroncore}.amount requested")
 
-        sc = SparkContext._active_spark_context
-        if sc is not None:
-            found = from_spark_conf(dict(sc.getConf().getAll()))
-            if found is not None:
-                return found
-    except ImportError:
-        pass
+
+def detect() -> Hardware:
+    """This machine's accelerators."""
     return Hardware(gpus=local_gpus(), neuron_cores=local_neuron_cores(), source="local")
 
 

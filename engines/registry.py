@@ -55,9 +55,11 @@ def _runs(backend: str, manifest: Manifest) -> bool:
 def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
     """Turn `--backend` into a concrete engine for this artifact, or explain why it cannot run.
 
-    `auto` picks the artifact's own backend when the accelerator it needs is present
-    (`hardware`, default: engines.hardware.detect()), else ONNX Runtime on the CPU with a
-    BackendFallbackWarning if the artifact carries model.onnx, else an ArtifactError.
+    `auto` picks the artifact's own backend when the executors have the accelerator it needs
+    (`hardware`: a job passes engines.hardware.executors() of its Spark application; default:
+    this machine's devices). It falls back to ONNX Runtime on the CPU, with a
+    BackendFallbackWarning, only when no accelerator at all is there and the artifact carries
+    model.onnx; anything else is an ArtifactError.
     """
     backend = NATURAL.get(manifest.backend) if requested == "auto" else requested
     if requested == "auto" and backend in ACCELERATOR:
@@ -67,16 +69,18 @@ def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
         kind = ACCELERATOR[backend]
         if not (hw.cuda if kind == "cuda" else hw.neuron):
             what = _DEVICE_WORDS[kind]
-            if "model.onnx" in manifest.files:
+            has_onnx = "model.onnx" in manifest.files
+            if has_onnx and not (hw.cuda or hw.neuron):
                 warnings.warn(f"--backend auto: no {what} found ({hw.source}); artifact {manifest.model_id} "
                               f"({manifest.backend}) falls back to ONNX Runtime on the CPU", BackendFallbackWarning,
                               stacklevel=2)
                 return "onnx"
+            cpu = "pass --backend onnx to run its model.onnx on the CPU" if has_onnx else \
+                "compile an onnx artifact for the CPU (this one carries no model.onnx)"
             raise ArtifactError(
                 f"artifact {manifest.model_id} was compiled for backend {manifest.backend!r}, which needs a {what}, "
-                f"and none was found ({hw.source}); it carries no model.onnx for a CPU fallback. Run it where the "
-                f"executors have a {what} (pass --backend {backend} explicitly when the driver has none), or "
-                f"compile an onnx artifact for the CPU")
+                f"and none was found ({hw}); request one for the executors "
+                f"(spark.executor.resource.{probe.SPARK_RESOURCE[kind]}.amount), or {cpu}")
     if backend is None or not _runs(backend, manifest):
         runnable = sorted(b for b in RUNS if _runs(b, manifest))
         raise ArtifactError(

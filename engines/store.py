@@ -1,19 +1,28 @@
-"""Where model artifacts live: a local folder, or an ``s3://`` prefix copied once per node.
+"""Where model artifacts live, and the one parser of their URIs (driver and workers alike).
+
+An artifact URI is a local path, a ``file://`` URI (percent-decoded), or an ``s3://bucket/prefix/``
+URI (``s3a://`` and ``s3n://`` are read the same way); any other scheme is refused. Every failure
+here (unsupported scheme, missing key or manifest, access denied, corrupt or partial download,
+boto3 missing) is an ``ArtifactError`` that names the URI and the cause, so a job can report it in
+one line.
 
 An artifact is a directory whose ``manifest.json`` lists every other file with its sha256
 (``{"files": {"model.onnx": "<hex>", "tokenizer/tokenizer.json": "<hex>"}, ...}``).
 
-``localize(uri)`` turns an artifact URI into a local directory:
+``open_manifest(uri)`` is what the driver checks before any task starts: a local artifact is opened
+with every file verified; for ``s3://`` only ``manifest.json`` is read and checked (one small GET),
+because the workers verify every file as they download it.
 
-- a local path or ``file://`` URI is returned as a ``Path``, unchanged and not copied;
-- an ``s3://bucket/prefix/`` URI (``s3a://`` and ``s3n://`` are read the same way) is
-  downloaded into ``<cache_dir>/<sha256 of manifest.json>/``. Every process on a node that asks
-  for the same artifact gets the same directory, and only one of them downloads it: the others
-  wait on a file lock (``fcntl.flock``) and then reuse what it wrote. Files are written into a
-  temporary directory next to the cache entry, each checked against the manifest's sha256, and
-  the directory is renamed into place only when all of them match, so a cache entry that exists
-  is complete. A crashed download leaves only a temporary directory, removed by the next
-  process that takes the lock.
+``localize(uri)`` turns an artifact URI into a local directory, on the workers:
+
+- a local path or ``file://`` URI is returned as a ``Path``, not copied;
+- an ``s3://`` artifact is downloaded into ``<cache_dir>/<sha256 of manifest.json>/``. Every process
+  on a node that asks for the same artifact gets the same directory, and only one of them
+  downloads it: the others wait on a file lock (``fcntl.flock``) and then reuse what it wrote.
+  Files are written into a temporary directory next to the cache entry, each checked against the
+  manifest's sha256, and the directory is renamed into place only when all of them match, so a
+  cache entry that exists is complete. A crashed download leaves only a temporary directory,
+  removed by the next process that takes the lock.
 
 The cache key comes from the manifest's bytes, so publishing a new artifact under the same
 prefix gives a new cache entry; each call reads ``manifest.json`` (one small GET) and nothing
@@ -29,6 +38,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -39,17 +49,53 @@ import urllib.parse
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
-__all__ = ["ArtifactStoreError", "CACHE_ENV", "DEFAULT_CACHE_DIR", "MANIFEST", "localize"]
+from engines.artifact import MANIFEST, Manifest, open_artifact, parse_manifest
+from engines.errors import ArtifactError
 
-MANIFEST = "manifest.json"
+__all__ = ["CACHE_ENV", "DEFAULT_CACHE_DIR", "S3Prefix", "localize", "open_manifest", "parse_uri"]
+
 CACHE_ENV = "ACCEL_SCORING_CACHE"
 DEFAULT_CACHE_DIR = "/tmp/accel-scoring-cache"
 _S3_SCHEMES = ("s3", "s3a", "s3n")
 _CHUNK = 1 << 20
 
 
-class ArtifactStoreError(RuntimeError):
-    """An artifact could not be read or did not match its manifest; the message says which."""
+@dataclasses.dataclass(frozen=True)
+class S3Prefix:
+    """An artifact under ``s3://bucket/prefix/``; ``prefix`` is empty or ends with a slash."""
+
+    bucket: str
+    prefix: str
+
+    def __str__(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+
+def parse_uri(uri: str | os.PathLike[str]) -> Path | S3Prefix:
+    """A local ``Path`` or an ``S3Prefix`` for an artifact URI; ArtifactError for any other scheme."""
+    if isinstance(uri, os.PathLike) or "://" not in uri:
+        return Path(uri)
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise ArtifactError(f"{uri} names host {parsed.netloc!r}; a file:// URI is file:///absolute/path")
+        return Path(urllib.parse.unquote(parsed.path))
+    if parsed.scheme in _S3_SCHEMES:
+        if not parsed.netloc:
+            raise ArtifactError(f"{uri} names no bucket; expected s3://bucket/prefix/")
+        prefix = parsed.path.lstrip("/")
+        return S3Prefix(parsed.netloc, prefix + "/" if prefix and not prefix.endswith("/") else prefix)
+    raise ArtifactError(f"unsupported scheme {parsed.scheme + '://'!r}; an artifact is a local path, file:// or s3://")
+
+
+def open_manifest(uri: str | os.PathLike[str], *, s3_client: Any = None) -> Manifest:
+    """The manifest the driver checks: every file verified locally, only manifest.json on S3."""
+    where = parse_uri(uri)
+    if isinstance(where, Path):
+        return open_artifact(where)
+    data = _read_object(s3_client or _default_s3_client(), where, MANIFEST)
+    _manifest_files(data, where)
+    return parse_manifest(data, f"{where}{MANIFEST}")
 
 
 def localize(
@@ -71,28 +117,15 @@ def localize(
         The artifact's directory. For S3 it contains ``manifest.json`` and every file it lists.
 
     Raises:
-        ArtifactStoreError: the manifest or a file is missing, unreadable (access denied, no
-            credentials, endpoint unreachable) or its sha256 differs from the manifest.
+        ArtifactError: an unsupported URI; the manifest or a file is missing, unreadable (access
+            denied, no credentials, endpoint unreachable, boto3 missing), broke off mid-download,
+            or its sha256 differs from the manifest.
     """
-    if isinstance(uri, os.PathLike):
-        return Path(uri)
-    parsed = urllib.parse.urlparse(uri)
-    if parsed.scheme == "file":
-        return Path(urllib.parse.unquote(parsed.path))
-    if parsed.scheme in _S3_SCHEMES:
-        if not parsed.netloc:
-            raise ArtifactStoreError(f"{uri!r} names no bucket; expected s3://bucket/prefix/")
-        prefix = parsed.path.lstrip("/")
-        if prefix and not prefix.endswith("/"):
-            prefix += "/"
-        root = Path(cache_dir if cache_dir is not None else os.environ.get(CACHE_ENV) or DEFAULT_CACHE_DIR)
-        return _localize_s3(s3_client or _default_s3_client(), parsed.netloc, prefix, root)
-    if len(parsed.scheme) > 1:  # a one-letter "scheme" is a Windows drive, not a URI
-        raise ArtifactStoreError(
-            f"unsupported artifact URI scheme {parsed.scheme!r} in {uri!r}; "
-            "use a local path, file://, or s3://"
-        )
-    return Path(uri)
+    where = parse_uri(uri)
+    if isinstance(where, Path):
+        return where
+    root = Path(cache_dir if cache_dir is not None else os.environ.get(CACHE_ENV) or DEFAULT_CACHE_DIR)
+    return _localize_s3(s3_client or _default_s3_client(), where, root)
 
 
 def _default_s3_client() -> Any:
@@ -100,16 +133,13 @@ def _default_s3_client() -> Any:
         import boto3
         from botocore.config import Config
     except ImportError as exc:  # executors that only read local artifacts never get here
-        raise ArtifactStoreError(
-            "reading s3:// artifacts needs boto3; install accel-scoring[aws]"
-        ) from exc
+        raise ArtifactError("reading s3:// artifacts needs boto3; install accel-scoring[aws]") from exc
     return boto3.client("s3", config=Config(retries={"mode": "standard", "max_attempts": 5}))
 
 
-def _localize_s3(client: Any, bucket: str, prefix: str, root: Path) -> Path:
-    location = f"s3://{bucket}/{prefix}"
-    manifest_bytes = _read_object(client, bucket, prefix + MANIFEST, location)
-    files = _manifest_files(manifest_bytes, location)
+def _localize_s3(client: Any, where: S3Prefix, root: Path) -> Path:
+    manifest_bytes = _read_object(client, where, MANIFEST)
+    files = _manifest_files(manifest_bytes, where)
     key = hashlib.sha256(manifest_bytes).hexdigest()
     final = root / key
     if (final / MANIFEST).is_file():
@@ -117,7 +147,7 @@ def _localize_s3(client: Any, bucket: str, prefix: str, root: Path) -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ArtifactStoreError(
+        raise ArtifactError(
             f"cannot create the artifact cache {root}: {exc}; set {CACHE_ENV} to a writable folder"
         ) from exc
     with _exclusive_lock(root / f".{key}.lock"):
@@ -127,33 +157,31 @@ def _localize_s3(client: Any, bucket: str, prefix: str, root: Path) -> Path:
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-", dir=root))
         try:
             for rel, expected in files.items():
-                _download_checked(client, bucket, prefix, rel, tmp / rel, expected)
+                _download_checked(client, where, rel, tmp / rel, expected)
             (tmp / MANIFEST).write_bytes(manifest_bytes)
             os.rename(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        except OSError as exc:  # disk full, cache folder removed under us, ...
+            raise ArtifactError(f"cannot write {where} into the artifact cache {root}: {exc}") from exc
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # gone already after the rename
     return final
 
 
-def _manifest_files(manifest_bytes: bytes, location: str) -> dict[str, str]:
+def _manifest_files(manifest_bytes: bytes, where: S3Prefix) -> dict[str, str]:
+    """The manifest's file list, checked before any of it becomes an S3 key or a local path."""
     try:
         manifest = json.loads(manifest_bytes)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ArtifactStoreError(f"{location}{MANIFEST} is not valid JSON: {exc}") from exc
+        raise ArtifactError(f"{where}{MANIFEST} is not valid JSON: {exc}") from exc
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(files, dict) or not files:
-        raise ArtifactStoreError(
-            f"{location}{MANIFEST} has no 'files' mapping of relative path -> sha256"
-        )
+        raise ArtifactError(f"{where}{MANIFEST} has no 'files' mapping of relative path -> sha256")
     for rel, digest in files.items():
         pure = PurePosixPath(rel)
         if not rel or pure.is_absolute() or ".." in pure.parts or "\\" in rel or rel == MANIFEST:
-            raise ArtifactStoreError(f"{location}{MANIFEST} lists an unsafe file path {rel!r}")
+            raise ArtifactError(f"{where}{MANIFEST} lists an unsafe file path {rel!r}")
         if not (isinstance(digest, str) and len(digest) == 64 and _is_hex(digest)):
-            raise ArtifactStoreError(
-                f"{location}{MANIFEST} gives {rel!r} the sha256 {digest!r}; expected 64 hex digits"
-            )
+            raise ArtifactError(f"{where}{MANIFEST} gives {rel!r} the sha256 {digest!r}; expected 64 hex digits")
     return {rel: digest.lower() for rel, digest in files.items()}
 
 
@@ -181,41 +209,44 @@ def _remove_leftovers(root: Path, key: str) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
-def _get_object(client: Any, bucket: str, key: str, location: str) -> Any:
+def _get_object(client: Any, where: S3Prefix, rel: str) -> Any:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    uri = f"s3://{bucket}/{key}"
+    uri = f"{where}{rel}"
     try:
-        return client.get_object(Bucket=bucket, Key=key)["Body"]
+        return client.get_object(Bucket=where.bucket, Key=where.prefix + rel)["Body"]
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
         if code in ("NoSuchKey", "404", "NotFound"):
-            what = "has no manifest.json" if key.endswith(MANIFEST) else f"is missing {key!r}"
-            raise ArtifactStoreError(f"artifact {location} {what} ({uri} does not exist)") from exc
+            why = "not an artifact, or not published yet" if rel == MANIFEST else f"{where}{MANIFEST} lists it"
+            raise ArtifactError(f"{uri} does not exist: {why}") from exc
         if code == "NoSuchBucket":
-            raise ArtifactStoreError(f"cannot read {uri}: bucket {bucket!r} does not exist") from exc
+            raise ArtifactError(f"cannot read {uri}: bucket {where.bucket!r} does not exist") from exc
         if code in ("AccessDenied", "403", "Forbidden", "AllAccessDisabled"):
-            raise ArtifactStoreError(
+            raise ArtifactError(
                 f"access denied reading {uri}: the bucket may belong to another account, or "
                 "these credentials lack s3:GetObject on it"
             ) from exc
-        raise ArtifactStoreError(f"cannot read {uri}: {code or exc}") from exc
+        raise ArtifactError(f"cannot read {uri}: {code or exc}") from exc
     except BotoCoreError as exc:  # no credentials, endpoint unreachable, ...
-        raise ArtifactStoreError(f"cannot read {uri}: {exc}") from exc
+        raise ArtifactError(f"cannot read {uri}: {exc}") from exc
 
 
-def _read_object(client: Any, bucket: str, key: str, location: str) -> bytes:
-    return _get_object(client, bucket, key, location).read()
-
-
-def _download_checked(
-    client: Any, bucket: str, prefix: str, rel: str, dest: Path, expected: str
-) -> None:
+def _read_object(client: Any, where: S3Prefix, rel: str) -> bytes:
     from botocore.exceptions import BotoCoreError
 
-    location = f"s3://{bucket}/{prefix}"
+    body = _get_object(client, where, rel)
+    try:
+        return body.read()
+    except BotoCoreError as exc:
+        raise ArtifactError(f"reading {where}{rel} broke off: {exc}") from exc
+
+
+def _download_checked(client: Any, where: S3Prefix, rel: str, dest: Path, expected: str) -> None:
+    from botocore.exceptions import BotoCoreError
+
     dest.parent.mkdir(parents=True, exist_ok=True)
-    body = _get_object(client, bucket, prefix + rel, location)
+    body = _get_object(client, where, rel)
     digest = hashlib.sha256()
     try:
         with open(dest, "wb") as out:
@@ -223,10 +254,10 @@ def _download_checked(
                 digest.update(chunk)
                 out.write(chunk)
     except BotoCoreError as exc:
-        raise ArtifactStoreError(f"download of {location}{rel} broke off: {exc}") from exc
+        raise ArtifactError(f"download of {where}{rel} broke off: {exc}") from exc
     actual = digest.hexdigest()
     if actual != expected:
-        raise ArtifactStoreError(
-            f"sha256 mismatch for {rel!r} in artifact {location}: manifest.json says {expected}, "
+        raise ArtifactError(
+            f"sha256 mismatch for {rel!r} in artifact {where}: {MANIFEST} says {expected}, "
             f"the downloaded file has {actual}"
         )

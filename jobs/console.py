@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import warnings
 
 _launcher: io.TextIOBase | None = None
 
@@ -51,9 +52,15 @@ def _launcher_stderr_is_tty() -> bool:
     return target.startswith(("/dev/pts/", "/dev/tty"))
 
 
+def _one_line(message, category, filename, lineno, line=None) -> str:
+    return f"warning: {message}\n"
+
+
 def attach() -> io.TextIOBase:
-    """Point sys.stderr at the launcher's stderr when run by spark-submit; idempotent."""
+    """Point sys.stderr at the launcher's stderr when run by spark-submit, and print Python
+    warnings as one `warning:` line like the job's own; idempotent."""
     global _launcher
+    warnings.formatwarning = _one_line
     if _launcher is None and "PYSPARK_GATEWAY_PORT" in os.environ:  # set by spark-submit's PythonRunner
         from pyspark import SparkContext
 

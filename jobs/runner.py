@@ -9,15 +9,18 @@ import dataclasses
 import json
 import re
 import time
+from typing import Mapping
 
-from engines.artifact import open_artifact
+from engines import hardware
+from engines.artifact import Manifest
 from engines.errors import ArtifactError
 from engines.registry import resolve_backend
+from engines.store import open_manifest
 from jobs import console, io, summary_text
 from jobs.cli import JobConfig
 from jobs.progress import Progress
 from udfs.device import bind_device
-from udfs.runtime import ScorerSpec, localize
+from udfs.runtime import ScorerSpec
 from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
 from udfs.validate import REASON_CODES
 
@@ -30,24 +33,37 @@ DEFAULT_BATCH_TOKENS = {"onnx": 512, "torch": 512}
 ACCELERATOR_BATCH_TOKENS = 8192
 
 
-def plan(cfg: JobConfig, workload) -> tuple[ScorerSpec, object]:
-    """Driver-side checks of the artifact before any task starts (InputError on failure)."""
+def open_model(cfg: JobConfig, workload) -> Manifest:
+    """Before the SparkSession starts: the artifact's manifest, read through engines.store, of a
+    task this job scores (InputError on failure, so a bad --model never starts Spark)."""
     try:
-        manifest = open_artifact(localize(cfg.model))
-        backend = resolve_backend(cfg.backend, manifest)
+        manifest = open_manifest(cfg.model)
     except ArtifactError as e:
-        raise io.InputError(f"--model {cfg.model}: {e}") from None
+        raise _model_error(cfg, e) from None
     if manifest.task not in workload.tasks:
         raise io.InputError(f"--model {cfg.model} is a {manifest.task} artifact; this job needs one of {workload.tasks}")
+    return manifest
+
+
+def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> ScorerSpec:
+    """Once the SparkSession exists: the backend its executors can run, checked before any task
+    starts (InputError on failure). `spark_conf` is the application's configuration."""
+    try:
+        backend = resolve_backend(cfg.backend, manifest, hardware.executors(spark_conf))
+    except ArtifactError as e:
+        raise _model_error(cfg, e) from None
     try:
         bind_device(backend, cfg.device, {})  # a --device that cannot fit the backend fails here, not in tasks
     except ValueError as e:
         raise io.InputError(str(e)) from None
     max_seq_len = min(cfg.max_seq_len or manifest.max_seq_len, manifest.max_seq_len)
     batch_tokens = cfg.batch_tokens or DEFAULT_BATCH_TOKENS.get(backend, ACCELERATOR_BATCH_TOKENS)
-    spec = ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=batch_tokens,
+    return ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=batch_tokens,
                       max_seq_len=max_seq_len, device=cfg.device, overlap=cfg.overlap)
-    return spec, manifest
+
+
+def _model_error(cfg: JobConfig, e: ArtifactError) -> io.InputError:
+    return io.InputError(f"--model {cfg.model}: {e}")
 
 
 def _observed_metrics(F, workload):
@@ -79,13 +95,17 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     t_start = time.time()
     out_stream = console.attach()
     try:
-        spec, manifest = plan(cfg, workload)
+        manifest = open_model(cfg, workload)
     except io.InputError as e:
         return _fail(2, str(e))
     spark = io.spark_session(app_name, cfg.master)
     if cfg.verbose:
         spark.sparkContext.setLogLevel("INFO")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
+    try:
+        spec = plan(cfg, manifest, dict(spark.sparkContext.getConf().getAll()))
+    except io.InputError as e:
+        return _fail(2, str(e))
     try:
         io.check_output(spark, cfg.output)
         raw = io.read_input(spark, cfg.input, cfg.input_format)

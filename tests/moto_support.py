@@ -4,7 +4,8 @@ moto answers S3, EMR, EMR on EKS and IAM requests on 127.0.0.1, and botocore val
 request's shape on the way. What moto does not emulate, the tests do here, by changing the
 in-process emulator's state: a step or job run finishing (moto leaves them RUNNING / PENDING),
 the failure details EMR reports for a failed step, and a delay on chosen GETs (to make
-concurrent downloads overlap).
+concurrent downloads overlap). IAM checks, off in moto by default, can be switched on for a
+test (``iam_enforced``), so that a user without a permission gets a real AccessDenied.
 
 What this proves: the requests our code sends and how it reacts to the answers. What it does
 not: that real EMR accepts our configurations or that a cluster actually starts.
@@ -14,12 +15,14 @@ Imports neither pytest nor airflow, so both test suites can use it.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 ACCOUNT = "123456789012"  # moto's default account for the "testing" credentials
 OTHER_ACCOUNT = "210987654321"
@@ -81,9 +84,7 @@ class MotoServer:
         self._server.stop()
 
     def reset(self) -> None:
-        import urllib.request
-
-        urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")).read()
+        _post(f"{self.url}/moto-api/reset")
         if self.recorder:
             self.recorder.clear()
 
@@ -100,6 +101,35 @@ def aws_env(url: str) -> dict[str, str]:
         "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
         "AWS_EC2_METADATA_DISABLED": "true",
     }
+
+
+@contextlib.contextmanager
+def iam_enforced(url: str) -> Iterator[None]:
+    """Inside: moto authenticates every request and evaluates the caller's IAM policies (it
+    allows everything by default). Restored on the way out, also when the test fails."""
+    _post(f"{url}/moto-api/reset-auth", b"0")  # how many more requests may skip the checks
+    try:
+        yield
+    finally:
+        _post(f"{url}/moto-api/reset-auth", b"inf")
+
+
+def iam_user_env(name: str, policy: dict[str, Any]) -> dict[str, str]:
+    """Create an IAM user whose only permissions are ``policy``; its credentials as environment."""
+    import boto3
+
+    iam = boto3.client("iam")
+    iam.create_user(UserName=name)
+    iam.put_user_policy(UserName=name, PolicyName=f"{name}-only", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    return {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}
+
+
+def _post(url: str, data: bytes = b"") -> None:
+    import urllib.request
+
+    request = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "text/plain"})
+    urllib.request.urlopen(request).read()
 
 
 def foreign_s3_client(url: str) -> Any:

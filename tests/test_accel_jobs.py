@@ -3,11 +3,14 @@
 The Neuron paths (neuronx and the legacy neuron) run through the real job, in Spark's Python
 workers, with the torch_neuronx / torch_neuron TEST DOUBLES (tests/doubles/) on the workers' PYTHONPATH and --device neuron:0 (local mode
 assigns no custom resources). The TensorRT path has no GPU here: it proves `auto` falls back to
-ONNX Runtime with a warning and an explicit `--backend tensorrt` fails with a clear error.
+ONNX Runtime with a warning when no accelerator is requested, picks TensorRT when the Spark conf
+requests a gpu per executor, and an explicit `--backend tensorrt` fails with a clear error.
 """
 import json
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +21,7 @@ from tests.jobhelpers import pairs_frame, read_partition, run_job
 from tests.neuron_doubles import DOUBLES, compile_neuron
 
 pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +99,24 @@ def test_tensorrt_artifact_with_auto_falls_back_to_onnx_on_a_cpu_box(spark, comp
                                    model=compile_artifact("pair-classification", "tensorrt"), run_date="2026-02-04")
     assert rc == 0, err
     assert summary["backend"] == "onnx" and summary["devices"] == ["cpu"] and summary["ok"] == len(df)
+
+
+def test_auto_follows_the_executors_gpu_request_on_a_cpu_driver(compile_artifact, pairs, tmp_path):
+    """The driver has no GPU but its configuration requests one per executor: `auto` picks TensorRT
+    (which then cannot load on this machine) instead of falling back to the CPU."""
+    from engines.hardware import detect
+
+    if detect().cuda:
+        pytest.skip("this machine has a GPU; the test needs a driver without one")
+    path, _ = pairs
+    conf = "--conf spark.executor.resource.gpu.amount=1 --conf spark.ui.enabled=false pyspark-shell"
+    env = {**os.environ, "PYSPARK_SUBMIT_ARGS": conf, "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run(
+        [sys.executable, "jobs/duplicates.py", "--input", str(path), "--output", str(tmp_path / "out"), "--master",
+         "local[1]", "--model", str(compile_artifact("pair-classification", "tensorrt")), "--progress-seconds", "3600"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert "falls back to ONNX Runtime" not in done.stderr
+    assert done.returncode == 1 and "backend tensorrt needs tensorrt" in done.stderr, done.stderr[-3000:]
 
 
 def test_explicit_tensorrt_without_a_gpu_fails_with_a_clear_error(spark, compile_artifact, pairs, tmp_path, capsys):

@@ -61,3 +61,10 @@ def test_missing_manifest_and_wrong_format_version(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps(d))
     with pytest.raises(ArtifactError, match="format_version 99 is not supported"):
         artifact.open_artifact(tmp_path)
+
+
+def test_a_manifest_with_a_field_of_the_wrong_type_is_an_artifact_error(tmp_path):
+    d = _manifest().to_dict() | {"max_seq_len": "long"}
+    (tmp_path / "manifest.json").write_text(json.dumps(d))
+    with pytest.raises(ArtifactError, match="manifest.json has a malformed field"):
+        artifact.open_artifact(tmp_path)

@@ -131,6 +131,14 @@ def test_spark_conf_resources_describe_the_executors():
     assert hardware.from_spark_conf({"spark.executor.cores": "4"}) is None
 
 
+def test_executors_are_what_the_application_requests_not_what_the_driver_has():
+    gpu = {"spark.master": "yarn", "spark.executor.resource.gpu.amount": "1"}
+    assert hardware.executors(gpu) == hardware.Hardware(gpus=1, source="spark executor resources")
+    nothing = hardware.executors({"spark.master": "yarn"})  # a driver's own GPU says nothing here
+    assert not (nothing.cuda or nothing.neuron) and "amount requested" in nothing.source
+    assert hardware.executors({"spark.master": "local[2]"}).source == "local"  # tasks run on this machine
+
+
 def test_neuron_generations():
     assert hardware.neuron_generation("inf2.xlarge") == hardware.neuron_generation("trn1") == "v2"
     assert hardware.neuron_generation("inf1.6xlarge") == "v1" != hardware.neuron_generation("inf2")

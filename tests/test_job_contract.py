@@ -69,6 +69,17 @@ def test_wrong_task_artifact_and_unreadable_input_exit_2(spark, compile_artifact
     assert rc == 2 and "manifest.json not found" in err
 
 
+def test_hugging_face_folder_says_to_compile_it_first(tiny_models, tmp_path, capsys):
+    folder = tiny_models["pair-classification"]  # config.json, weights, tokenizer; no manifest.json
+    rc, summary, err = run_job(main, capsys, input=tmp_path / "in.parquet", output=tmp_path / "out", model=folder)
+    assert rc == 2 and summary is None
+    assert err.splitlines() == [
+        f"error: --model {folder}: a Hugging Face model folder (config.json, no manifest.json), not an artifact; "
+        f"compile it first: python -m engines.compile --model {folder} "
+        f"--task {{pair-classification,text-classification,embedding}} --out artifacts/{folder.name}"]
+    assert not (tmp_path / "out").exists()
+
+
 def test_bad_flag_values_exit_2(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--input", "x", "--output", "y", "--model", "z", "--run-date", "29/11/2026"])

@@ -363,6 +363,10 @@ def test_auto_uses_the_gpu_when_there_is_one_and_falls_back_with_a_warning(trt_a
     assert resolve_backend("auto", m, Hardware(gpus=1)) == "tensorrt"
     with pytest.warns(BackendFallbackWarning, match="no NVIDIA GPU found .*falls back to ONNX Runtime"):
         assert resolve_backend("auto", m, Hardware()) == "onnx"
+    # NeuronCores requested: a job meant for an accelerator fails instead of crawling on the CPU.
+    with pytest.raises(ArtifactError, match=r"needs a NVIDIA GPU, and none was found \(local: 2 neuroncore\); "
+                                            r"request one .*spark\.executor\.resource\.gpu\.amount.*--backend onnx"):
+        resolve_backend("auto", m, Hardware(neuron_cores=2))
     assert resolve_backend("onnx", m) == "onnx"  # the artifact carries model.onnx
     assert resolve_backend("tensorrt", m) == "tensorrt"
     with pytest.raises(ArtifactError, match="--backend neuronx cannot run it"):

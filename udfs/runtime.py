@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from pathlib import Path
 
 from engines.artifact import Manifest, open_artifact
 from engines.base import Device, Engine
 from engines.errors import ArtifactError
 from engines.registry import engine_class
+from engines.store import localize
 from udfs.progress import ProgressAddress
 from udfs.tokenize import TextEncoder
 
@@ -19,7 +19,7 @@ from udfs.tokenize import TextEncoder
 class ScorerSpec:
     """Everything a worker needs, small and picklable; captured by the UDF closure."""
 
-    artifact: str  # local folder or s3:// URI
+    artifact: str  # an artifact URI (engines.store): local folder, file:// or s3://
     digest: str  # the manifest digest the driver verified; workers refuse anything else
     backend: str
     batch_tokens: int
@@ -27,15 +27,6 @@ class ScorerSpec:
     device: str | None = None
     overlap: bool = False  # tokenize the next Arrow batch while the engine runs this one
     progress: ProgressAddress | None = None  # where the driver counts scored rows live
-
-
-def localize(uri: str) -> Path:
-    """A local folder for the artifact; remote URIs are fetched once per node by engines.store."""
-    if "://" in uri and not uri.startswith("file://"):
-        from engines.store import localize as fetch
-
-        return fetch(uri)
-    return Path(uri.removeprefix("file://"))
 
 
 @dataclasses.dataclass

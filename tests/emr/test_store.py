@@ -1,15 +1,17 @@
-"""engines.store.localize against a local moto S3: cache, checksums, locking, errors."""
+"""engines.store against a local moto S3: URI parsing, the driver's manifest check, cache, checksums, locking, errors."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import multiprocessing
+import sys
 from pathlib import Path
 
 import pytest
 
-from engines.store import ArtifactStoreError, localize
+from engines.errors import ArtifactError
+from engines.store import localize, open_manifest
 from tests import moto_support
 
 BUCKET = "models"
@@ -47,9 +49,36 @@ def test_local_paths_are_returned_unchanged(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == [artifact]  # nothing copied anywhere near it
 
 
-def test_unknown_scheme_is_rejected() -> None:
-    with pytest.raises(ArtifactStoreError, match="unsupported artifact URI scheme 'gs'"):
-        localize("gs://bucket/model/")
+def test_file_uris_are_percent_decoded(tmp_path: Path) -> None:
+    artifact = tmp_path / "my model#1"
+    artifact.mkdir()
+    assert localize("file://" + str(artifact).replace(" ", "%20").replace("#", "%23")) == artifact
+    with pytest.raises(ArtifactError, match="names host 'models'"):
+        localize("file://models/minilm")  # a relative path mistaken for a URI
+
+
+@pytest.mark.parametrize("uri", ["gs://bucket/model/", "hdfs:///models/minilm"])
+def test_unknown_scheme_is_rejected(uri: str) -> None:
+    with pytest.raises(ArtifactError, match=f"unsupported scheme '{uri.split(':')[0]}://'"):
+        localize(uri)
+    with pytest.raises(ArtifactError, match="unsupported scheme"):
+        open_manifest(uri)
+
+
+def test_missing_boto3_is_an_artifact_error(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "boto3", None)  # import boto3 now raises ImportError
+    with pytest.raises(ArtifactError, match=r"needs boto3; install accel-scoring\[aws\]"):
+        open_manifest(f"s3://{BUCKET}/{PREFIX}")
+
+
+def test_driver_reads_only_the_manifest_of_an_s3_artifact(s3, aws, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ACCEL_SCORING_CACHE", str(tmp_path / "cache"))
+    manifest = _manifest(FILES, max_seq_len=128, labels=["different", "duplicate"])
+    aws.recorder.clear()
+    assert open_manifest(_publish(s3, manifest=manifest)).model_id == "minilm-dup@1.0"
+    gets = [path for method, path in aws.recorder.requests if method == "GET"]
+    assert gets == [f"/{BUCKET}/{PREFIX}manifest.json"]
+    assert not (tmp_path / "cache").exists()  # nothing downloaded
 
 
 def test_s3_artifact_is_downloaded_verified_and_keyed_by_manifest(s3, aws, tmp_path: Path) -> None:
@@ -114,7 +143,7 @@ def test_concurrent_processes_download_once(s3, aws, tmp_path: Path) -> None:
 def test_sha_mismatch_names_the_file_and_caches_nothing(s3, aws, tmp_path: Path) -> None:
     manifest = _manifest({**FILES, "tokenizer/tokenizer.json": b"something else"})
     uri = _publish(s3, manifest=manifest)
-    with pytest.raises(ArtifactStoreError, match=r"sha256 mismatch for 'tokenizer/tokenizer.json'"):
+    with pytest.raises(ArtifactError, match=r"sha256 mismatch for 'tokenizer/tokenizer.json'"):
         localize(uri, tmp_path)
     assert [p for p in tmp_path.iterdir() if p.is_dir()] == []  # temp dir removed, no entry
 
@@ -131,9 +160,9 @@ def test_leftover_temp_dir_of_a_dead_process_is_removed(s3, aws, tmp_path: Path)
 @pytest.mark.parametrize(
     "setup, message",
     [
-        (lambda s3: s3.create_bucket(Bucket=BUCKET), r"has no manifest\.json"),
+        (lambda s3: s3.create_bucket(Bucket=BUCKET), r"manifest\.json does not exist: not an artifact"),
         (lambda s3: _publish(s3, manifest=_manifest({**FILES, "extra.bin": b"x"})),
-         r"is missing 'minilm-dup/1\.0/extra\.bin'"),
+         r"minilm-dup/1\.0/extra\.bin does not exist: s3://models/minilm-dup/1\.0/manifest\.json lists it"),
         (lambda s3: _publish(s3, manifest=b"{not json"), r"not valid JSON"),
         (lambda s3: _publish(s3, manifest=json.dumps({"files": {"../evil": "0" * 64}}).encode()),
          r"unsafe file path '\.\./evil'"),
@@ -143,7 +172,7 @@ def test_leftover_temp_dir_of_a_dead_process_is_removed(s3, aws, tmp_path: Path)
 )
 def test_unreadable_artifacts_raise_clear_errors(s3, aws, tmp_path, setup, message) -> None:
     setup(s3)
-    with pytest.raises(ArtifactStoreError, match=message):
+    with pytest.raises(ArtifactError, match=message):
         localize(f"s3://{BUCKET}/{PREFIX}", tmp_path)
 
 
@@ -151,5 +180,5 @@ def test_bucket_of_another_account_is_access_denied(aws, tmp_path, monkeypatch) 
     foreign = moto_support.foreign_s3_client(aws.url)
     _publish(foreign, bucket="their-models")
     monkeypatch.setenv("MOTO_S3_ALLOW_CROSSACCOUNT_ACCESS", "false")  # read by the in-process server
-    with pytest.raises(ArtifactStoreError, match="access denied reading s3://their-models/.*another account"):
+    with pytest.raises(ArtifactError, match="access denied reading s3://their-models/.*another account"):
         localize(f"s3://their-models/{PREFIX}", tmp_path)
