@@ -13,8 +13,9 @@ import time
 from engines.artifact import open_artifact
 from engines.errors import ArtifactError
 from engines.registry import resolve_backend
-from jobs import io
+from jobs import io, timeline
 from jobs.cli import JobConfig
+from jobs.cost import describe, run_cost
 from jobs.progress import Progress
 from udfs.device import bind_device
 from udfs.runtime import ScorerSpec, localize
@@ -67,6 +68,7 @@ def _observed_metrics(F, workload):
         F.sum("_m_tokenize_seconds").alias("tokenize_seconds"),
         F.sum("_m_udf_seconds").alias("udf_seconds"),
         F.concat_ws("\n", F.collect_set("_m_worker")).alias("tasks"),  # Observation returns scalars only
+        F.concat_ws("\n", F.collect_list("_m_batch")).alias("batches"),  # one per Arrow batch (jobs/timeline.py)
     ]
     exprs += [F.sum((reason == code).cast("long")).alias(f"invalid_{code}") for code in REASON_CODES]
     return exprs
@@ -123,8 +125,15 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
 
 
 def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -> dict:
-    tasks = sorted((json.loads(t) for t in (m.get("tasks") or "").splitlines()), key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
+    batches = timeline.parse(m.get("batches"))
+    per_task = timeline.per_task(batches)
+    tasks = sorted(({**t, **per_task.get((t["partition"], t["attempt"]), {})}
+                    for t in map(json.loads, (m.get("tasks") or "").splitlines())),
+                   key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
     rows_out = int(m.get("rows_out") or 0)
+    cost = run_cost(tasks, scoring_seconds, rows_out, instance_type=cfg.instance_type,
+                    usd_per_hour=cfg.usd_per_hour, instances=cfg.instances)
+    print(describe(cost), file=sys.stderr, flush=True)
     real, padded = int(m.get("real_tokens") or 0), int(m.get("padded_tokens") or 0)
     invalid, error = int(m.get("invalid") or 0), int(m.get("error") or 0)
     return {
@@ -146,6 +155,7 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds) -
         "real_tokens": real, "padded_tokens": padded,
         "padding_efficiency": round(real / padded, 4) if padded else None,
         "spark_application_id": spark.sparkContext.applicationId, "tasks": tasks,
+        "timeline": timeline.buckets(batches), "cost": cost,
     }
 
 
