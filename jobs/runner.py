@@ -13,7 +13,7 @@ import time
 from engines.artifact import open_artifact
 from engines.errors import ArtifactError
 from engines.registry import resolve_backend
-from jobs import io, timeline
+from jobs import io, report, timeline
 from jobs.cli import JobConfig
 from jobs.cost import describe, run_cost
 from jobs.progress import Progress
@@ -114,6 +114,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     m = observation.get
     summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds)
     io.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
+    io.write_text(spark, io.report_path(cfg.output, cfg.run_date), report.render(summary))
     print(json.dumps(summary, sort_keys=True), flush=True)
     if summary["rows_out"] != rows_in:
         return _fail(1, f"row count mismatch: {rows_in} in, {summary['rows_out']} written")
