@@ -95,12 +95,12 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     opt.add_argument("--overlap", action="store_true",
                      help="tokenize the next Arrow batch in a thread while the engine runs this one; default: off")
     cost = p.add_argument_group("Cost (the summary's `cost` and the run report)")
-    cost.add_argument("--instance-type", default=None,
+    cost.add_argument("--instance-type", metavar="NAME", default=None,
                       help="EC2 instance type of the executors, priced from jobs/prices.py; "
                            "default: from EC2 instance metadata, else no cost")
-    cost.add_argument("--usd-per-hour", type=positive_float, default=None,
+    cost.add_argument("--usd-per-hour", metavar="USD", type=positive_float, default=None,
                       help="price of one instance-hour; default: us-east-1 on-demand for the instance type")
-    cost.add_argument("--instances", type=positive_int, default=None,
+    cost.add_argument("--instances", metavar="N", type=positive_int, default=None,
                       help="instances billed for the run; default: distinct executor hosts in the task list")
     return p
 
