@@ -3,9 +3,10 @@
 Source: AWS's Amazon EC2 On-Demand pricing page (https://aws.amazon.com/ec2/pricing/on-demand/)
 and the AWS Price List API (AmazonEC2 offer), us-east-1, Linux, shared tenancy, USD per hour,
 no Savings Plan, Reserved Instance or Spot discount. Recorded 2026-12-01 from published copies of
-those figures, each size confirmed in at least two copies; p4d and p5 are at the prices AWS cut
-in June 2025. A size whose figure could not be confirmed is left out (it then warns and has no
-cost, like any type not listed here); --usd-per-hour prices anything, including other regions.
+those figures, each size confirmed in at least two independent copies; p4d and p5 are at the
+prices AWS cut in June 2025. A size whose figure could not be confirmed is left out (r7i.12xlarge,
+r7i.24xlarge and r7i.48xlarge were found in one copy only): like any type not listed here it
+warns and has no cost. --usd-per-hour prices anything, including other regions.
 """
 from __future__ import annotations
 
@@ -21,8 +22,7 @@ USD_PER_HOUR: dict[str, float] = {
     "m7i.8xlarge": 1.6128, "m7i.12xlarge": 2.4192, "m7i.16xlarge": 3.2256, "m7i.24xlarge": 4.8384,
     "m7i.48xlarge": 9.6768,
     "r7i.large": 0.1323, "r7i.xlarge": 0.2646, "r7i.2xlarge": 0.5292, "r7i.4xlarge": 1.0584,
-    "r7i.8xlarge": 2.1168, "r7i.12xlarge": 3.1752, "r7i.16xlarge": 4.2336, "r7i.24xlarge": 6.3504,
-    "r7i.48xlarge": 12.7008,
+    "r7i.8xlarge": 2.1168, "r7i.16xlarge": 4.2336,
     # GPU (NVIDIA T4, A10G, L4, L40S, A100, H100).
     "g4dn.xlarge": 0.526, "g4dn.2xlarge": 0.752, "g4dn.4xlarge": 1.204, "g4dn.8xlarge": 2.176,
     "g4dn.12xlarge": 3.912, "g4dn.16xlarge": 4.352, "g4dn.metal": 7.824,
