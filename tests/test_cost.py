@@ -82,7 +82,9 @@ class FakeIMDS(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.headers.get("X-aws-ec2-metadata-token") != self.TOKEN:
             return self._reply(401, "")
-        self._reply(200, "g6e.xlarge" if self.path == "/latest/meta-data/instance-type" else "", )
+        if self.path != "/latest/meta-data/instance-type":
+            return self._reply(404, "")
+        self._reply(200, "g6e.xlarge")
 
     def _reply(self, code, body):
         self.send_response(code)
