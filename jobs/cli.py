@@ -30,6 +30,9 @@ class JobConfig:
     progress_seconds: float
     overlap: bool = False
     verbose: bool = False
+    instance_type: str | None = None  # None: what EC2 instance metadata says, else no cost
+    usd_per_hour: float | None = None  # None: jobs/prices.py's price for the instance type
+    instances: int | None = None  # None: distinct executor hosts in the task list
     extra: dict = dataclasses.field(default_factory=dict)  # job-specific flags
 
 
@@ -58,6 +61,13 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
 
 
@@ -107,6 +117,14 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     opt.add_argument("--verbose", action="store_true", help="Spark's INFO log lines on stderr; default: WARN and above")
     opt.add_argument("--overlap", action="store_true",
                      help="tokenize the next Arrow batch in a thread while the engine runs this one; default: off")
+    cost = p.add_argument_group("Cost (the summary's `cost` and the run report)")
+    cost.add_argument("--instance-type", metavar="NAME", default=None,
+                      help="EC2 instance type of the executors, priced from jobs/prices.py; "
+                           "default: from EC2 instance metadata, else no cost")
+    cost.add_argument("--usd-per-hour", metavar="USD", type=positive_float, default=None,
+                      help="price of one instance-hour; default: us-east-1 on-demand for the instance type")
+    cost.add_argument("--instances", metavar="N", type=positive_int, default=None,
+                      help="instances billed for the run; default: distinct executor hosts in the task list")
     return p
 
 
@@ -117,5 +135,6 @@ def config_from(args: argparse.Namespace, extra: dict) -> JobConfig:
         batch_tokens=args.batch_tokens, max_seq_len=args.max_seq_len,
         max_invalid_fraction=args.max_invalid_fraction, num_partitions=args.num_partitions,
         arrow_batch_rows=args.arrow_batch_rows, device=args.device, master=args.master,
-        progress_seconds=args.progress_seconds, overlap=args.overlap, verbose=args.verbose, extra=extra,
+        progress_seconds=args.progress_seconds, overlap=args.overlap, verbose=args.verbose,
+        instance_type=args.instance_type, usd_per_hour=args.usd_per_hour, instances=args.instances, extra=extra,
     )

@@ -159,7 +159,15 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
 
 
 def summary_path(output: str, run_date: str) -> str:
-    return f"{output}/_runs/run_date={run_date}/summary.json"
+    return f"{_run_dir(output, run_date)}/summary.json"
+
+
+def report_path(output: str, run_date: str) -> str:
+    return f"{_run_dir(output, run_date)}/report.html"
+
+
+def _run_dir(output: str, run_date: str) -> str:
+    return f"{output}/_runs/run_date={run_date}"
 
 
 def first_line(e: Exception) -> str:

@@ -16,8 +16,9 @@ from engines.artifact import Manifest
 from engines.errors import ArtifactError
 from engines.registry import resolve_backend
 from engines.store import open_manifest
-from jobs import console, io, summary_text
+from jobs import console, io, report, summary_text, timeline
 from jobs.cli import JobConfig
+from jobs.cost import run_cost
 from jobs.progress import Progress
 from udfs.device import bind_device
 from udfs.runtime import ScorerSpec
@@ -83,6 +84,7 @@ def _observed_metrics(F, workload):
         F.sum("_m_tokenize_seconds").alias("tokenize_seconds"),
         F.sum("_m_udf_seconds").alias("udf_seconds"),
         F.concat_ws("\n", F.collect_set("_m_worker")).alias("tasks"),  # Observation returns scalars only
+        F.concat_ws("\n", F.collect_list("_m_batch")).alias("batches"),  # one per Arrow batch (jobs/timeline.py)
     ]
     exprs += [F.sum((reason == code).cast("long")).alias(f"invalid_{code}") for code in REASON_CODES]
     return exprs
@@ -139,6 +141,10 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         progress.finish(int(m.get("rows_out") or 0))
     summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent)
     io.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
+    try:  # the picture is secondary: the rows and summary.json are written, so the run stands
+        io.write_text(spark, io.report_path(cfg.output, cfg.run_date), report.render(summary))
+    except Exception as e:  # noqa: BLE001
+        console.say(f"warning: {io.report_path(cfg.output, cfg.run_date)} not written: {type(e).__name__}: {e}")
     console.say(summary_text.render(summary))
     print(json.dumps(summary, sort_keys=True), flush=True)
     if summary["rows_out"] != rows_in:
@@ -161,8 +167,14 @@ def _device_plan(spark, spec) -> str:
 
 
 def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent) -> dict:
-    tasks = sorted((json.loads(t) for t in (m.get("tasks") or "").splitlines()), key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
+    batches = timeline.parse(m.get("batches"))
+    per_task = timeline.per_task(batches)
+    tasks = sorted(({**t, **per_task.get((t["partition"], t["attempt"]), {})}
+                    for t in map(json.loads, (m.get("tasks") or "").splitlines())),
+                   key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
     rows_out = int(m.get("rows_out") or 0)
+    cost = run_cost(tasks, scoring_seconds, rows_out, instance_type=cfg.instance_type,
+                    usd_per_hour=cfg.usd_per_hour, instances=cfg.instances)
     real, padded = int(m.get("real_tokens") or 0), int(m.get("padded_tokens") or 0)
     invalid, error = int(m.get("invalid") or 0), int(m.get("error") or 0)
     return {
@@ -184,6 +196,7 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, f
         "real_tokens": real, "padded_tokens": padded,
         "padding_efficiency": round(real / padded, 4) if padded else None,
         "spark_application_id": spark.sparkContext.applicationId, "tasks": tasks,
+        "timeline": timeline.buckets(batches), "cost": cost,
     }
 
 

@@ -1,6 +1,8 @@
 """The run summary as a person reads it at the end of a run (the JSON line is for machines)."""
 from __future__ import annotations
 
+from jobs.cost import describe
+
 
 def _n(value) -> str:
     return f"{int(value or 0):,}"
@@ -31,10 +33,6 @@ def render(summary: dict) -> str:
                      f" {_n(s['padded_tokens'])} computed tokens)")
     lines.append(f"  engine    {s['model']} on {s['backend']}, devices {', '.join(s.get('devices') or []) or '–'}"
                  f" ({_n(s.get('engine_loads'))} engine loads, {_n(s.get('batch_retries'))} batch retries)")
-    cost = s.get("cost")
-    if cost and cost.get("usd_per_million_rows") is not None:
-        lines.append(f"  cost      ${cost['usd_per_million_rows']:,.4f} per million rows, ${cost['usd']:,.4f} this run"
-                     f" ({cost['instances']} x {cost['instance_type'] or 'instance'} at ${cost['usd_per_hour']:,.4f}/h)")
-    else:
-        lines.append("  cost      not estimated: give --instance-type or --usd-per-hour")
+    if s.get("cost"):
+        lines += [f"  {line}" for line in describe(s["cost"]).splitlines()]
     return "\n".join(lines)

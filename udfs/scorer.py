@@ -2,7 +2,8 @@
 
 It binds this task's device, takes the worker's cached runtime (loading it on first use),
 scores each Arrow batch with the job's workload, and appends a few metric columns that the
-job aggregates into the run summary and then drops.
+job aggregates into the run summary and then drops. `_m_batch` times each batch, for the
+run report's per-task durations and rows over time (jobs/timeline.py).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Iterator
 
 import pandas as pd
 
-from udfs import faults
+from udfs import faults, imds
 from udfs.cache import WORKER_CACHE
 from udfs.device import bind_device, task_cpus, task_resources
 from udfs.progress import ProgressReporter
@@ -22,7 +23,7 @@ from udfs.runtime import ScorerSpec, load_runtime
 
 METRIC_DDL = ("_m_real_tokens long, _m_padded_tokens long, _m_engine_loads int, "
               "_m_engine_seconds double, _m_retries int, _m_worker string, _m_tokenize_seconds double, "
-              "_m_udf_seconds double")
+              "_m_udf_seconds double, _m_batch string")
 METRIC_COLUMNS = [c.split()[0] for c in METRIC_DDL.split(", ")]
 
 
@@ -62,6 +63,7 @@ class Scorer:
         from pyspark import TaskContext
 
         spec = self.spec
+        started = time.time()  # wall clock, comparable across executors, unlike perf_counter
         resources = task_resources()
         device = bind_device(spec.backend, spec.device, resources)
         threads = task_cpus()
@@ -69,11 +71,12 @@ class Scorer:
             (spec.digest, spec.backend, str(device)), lambda: load_runtime(spec, device, threads))
         runtime = faults.limit_capacity(runtime)
         ctx = TaskContext.get()
+        partition, attempt = (ctx.partitionId(), ctx.attemptNumber()) if ctx else (None, None)
         worker = json.dumps({
             "host": socket.gethostname(), "pid": os.getpid(), "device": str(device),
-            "resources": resources, "partition": ctx.partitionId() if ctx else None,
-            "attempt": ctx.attemptNumber() if ctx else None,
+            "resources": resources, "partition": partition, "attempt": attempt,
             "loaded": loaded,  # whether this task loaded the engine (once per worker and device)
+            "instance_type": imds.this_host(),
         }, sort_keys=True)
         workload = self.workload
 
@@ -81,8 +84,7 @@ class Scorer:
             t0 = time.perf_counter()
             return workload.prepare(runtime, frame), time.perf_counter() - t0
 
-        progress = ProgressReporter(spec.progress, ctx.partitionId() if ctx else None,
-                                    ctx.attemptNumber() if ctx else None)
+        progress = ProgressReporter(spec.progress, partition, attempt)
         prepared = ahead(frames, prepare) if spec.overlap else map(prepare, frames)
         try:
             for batch, prepare_seconds in prepared:
@@ -94,7 +96,8 @@ class Scorer:
                     stats = scored.stats
                     for col, value in zip(METRIC_COLUMNS, (stats.real_tokens, stats.padded_tokens, int(loaded),
                                                            stats.engine_seconds, stats.retries, worker,
-                                                           stats.tokenize_seconds, udf_seconds)):
+                                                           stats.tokenize_seconds, udf_seconds,
+                                                           json.dumps([partition, attempt, started, time.time(), len(out)]))):
                         metrics[col].iloc[0] = value
                     loaded = False
                 progress.add(len(out))

@@ -1,0 +1,178 @@
+"""The run report: one self-contained HTML page (inline SVG, no script, nothing fetched) drawn
+from the run summary alone, so any summary.json can be drawn again and the page can be tested
+without Spark.
+
+It shows the headline figures and the cost line, rows/s over the run, where task time went,
+rows by status and invalid reason, padding efficiency, per-task durations with stragglers
+marked, and the devices that scored.
+"""
+from __future__ import annotations
+
+import html
+import statistics
+
+from jobs.cost import describe, dollars
+
+STRAGGLER = 1.5  # a task taking this many times the median task's seconds is marked
+MAX_TASK_BARS = 200  # beyond this, the longest tasks are drawn and the rest counted
+
+_LABEL, _BAR, _NOTE, _ROW = 300, 380, 220, 18  # horizontal bar chart geometry, px
+_CHART_W, _CHART_H = 900, 160  # rows/s chart, px
+
+_STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px auto; max-width: 960px; color: #222; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; border-bottom: 1px solid #ddd; }
+.meta, .note { color: #555; } .figures { display: flex; gap: 32px; margin: 16px 0; }
+.big { font-size: 26px; font-weight: 600; display: block; }
+svg text { font: 12px system-ui, sans-serif; fill: #222; }
+.bar { fill: #4c78a8; } .bad { fill: #f58518; } .straggler { fill: #e45756; } .warning { color: #b00; }
+table { border-collapse: collapse; } td, th { padding: 2px 12px 2px 0; text-align: left; }
+"""
+
+
+def render(summary: dict) -> str:
+    s = summary
+    body = "\n".join([_headline(s), _throughput(s["timeline"]), _time_split(s), _statuses(s), _padding(s),
+                      _tasks(s["tasks"]), _devices(s), _cost(s["cost"])])
+    title = _esc(f"{s['job']} {s['run_date']}")
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+            f"<style>{_STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
+
+
+def _headline(s: dict) -> str:
+    cost = s["cost"]
+    per_million = cost["usd_per_million_rows"]
+    rate = s["rows_per_second"]
+    figures = [
+        ("rows-out", f"{s['rows_out']:,}", f"rows written of {s['rows_in']:,} read"),
+        ("rows-per-second", f"{rate:,.1f}" if rate is not None else "–", "rows/s while scoring"),
+        ("scoring-seconds", f"{s['scoring_seconds']:,.1f}", f"s scoring ({s['wall_seconds']:,.1f} s in all)"),
+        ("usd-per-million-rows", dollars(per_million) if per_million is not None else "–", "per million rows"),
+    ]
+    cells = "".join(f'<div><span class="big" id="{key}">{_esc(value)}</span>{_esc(label)}</div>'
+                    for key, value, label in figures)
+    line = describe(cost).replace("\n", " · ")
+    return (f"<h1>{_esc(s['job'])} · run_date {_esc(s['run_date'])}</h1>"
+            f'<p class="meta">{_esc(s["model"])} ({_esc(s["task"])}) on backend {_esc(s["backend"])} · '
+            f"{_esc(s['input'])} → {_esc(s['output'])} · {_esc(s['spark_application_id'])}</p>"
+            f'<div class="figures">{cells}</div>'
+            f'<p id="cost-line" class="{"warning" if "warning" in cost else "meta"}">{_esc(line)}</p>')
+
+
+def _throughput(timeline: dict) -> str:
+    if not timeline["rows"]:
+        return _section("Rows/s over the run", "<p>No rows were scored.</p>")
+    width = timeline["bucket_seconds"]
+    rates = [rows / width for rows in timeline["rows"]]
+    top = max(rates) or 1.0
+    col = _CHART_W / len(rates)
+    rects = "".join(
+        f'<rect class="bar" x="{i * col:.1f}" y="{_CHART_H - r / top * _CHART_H:.1f}" width="{max(col - 1, 1):.1f}" '
+        f'height="{r / top * _CHART_H:.1f}"><title>{i * width:,.1f}–{(i + 1) * width:,.1f} s: {r:,.0f} rows/s</title></rect>'
+        for i, r in enumerate(rates))
+    axis = (f'<text x="0" y="{_CHART_H + 14}">0 s</text>'
+            f'<text x="{_CHART_W}" y="{_CHART_H + 14}" text-anchor="end">{len(rates) * width:,.1f} s</text>'
+            f'<text x="4" y="12">{top:,.0f} rows/s</text>')
+    note = (f'<p class="note">Rows finished per {width:,.1f} s slice, from the first task\'s start to the last '
+            f"batch's end, counted when each Arrow batch is done.</p>")
+    return _section("Rows/s over the run", _svg(_CHART_W, _CHART_H + 18, rects + axis) + note)
+
+
+def _time_split(s: dict) -> str:
+    task_seconds = sum(t.get("seconds", 0.0) for t in s["tasks"])
+    tokenize, engine, udf = s["tokenize_seconds"], s["engine_seconds"], s["udf_seconds"]
+    parts = [("tokenize", tokenize), ("engine", engine),
+             ("other UDF work (batching, heads, checks)", max(udf - tokenize - engine, 0.0)),
+             ("outside the UDF: engine load, read, shuffle, write", max(task_seconds - udf, 0.0))]
+    total = sum(v for _, v in parts) or 1.0
+    bars = _hbars([(label, v, f"{v:,.2f} s ({v / total:.0%})", "bar") for label, v in parts])
+    note = (f'<p class="note">Seconds summed over {len(s["tasks"])} tasks, which run in parallel; the scoring '
+            f"stage took {s['scoring_seconds']:,.1f} s of wall time. Time outside the UDF is each task's time "
+            "from its start to its last batch, less its time in the UDF: an estimate.</p>")
+    return _section("Where task time went", bars + note)
+
+
+def _statuses(s: dict) -> str:
+    status = _hbars([(name, n, f"{n:,}", "bar" if name == "ok" else "bad")
+                     for name, n in (("ok", s["ok"]), ("invalid_input", s["invalid"]), ("error", s["error"]))])
+    reasons = _hbars([(code, n, f"{n:,}", "bad") for code, n in s["invalid_by_reason"].items()])
+    note = (f'<p class="note">{s["truncated"]:,} rows truncated to max_seq_len; '
+            f"invalid or failed: {s['bad_fraction']:.2%}.</p>")
+    return _section("Rows by status", status + "<h3>Invalid rows by reason</h3>" + reasons + note)
+
+
+def _padding(s: dict) -> str:
+    efficiency = s["padding_efficiency"]
+    bars = _hbars([("real tokens", s["real_tokens"], f"{s['real_tokens']:,}", "bar"),
+                   ("padded tokens", s["padded_tokens"], f"{s['padded_tokens']:,}", "bad")])
+    text = f"{efficiency:.3f}" if efficiency is not None else "–"
+    return _section("Padding efficiency", f'<p><span class="big">{text}</span>real / padded tokens</p>' + bars)
+
+
+def _tasks(tasks: list[dict]) -> str:
+    timed = [t for t in tasks if "seconds" in t]
+    if not timed:
+        return _section("Per-task durations", "<p>No task reported a batch.</p>")
+    median = statistics.median(t["seconds"] for t in timed)
+    slow = [t for t in timed if t["seconds"] > STRAGGLER * median]
+    slow_keys = {(t["partition"], t["attempt"]) for t in slow}
+    shown = sorted(sorted(timed, key=lambda t: -t["seconds"])[:MAX_TASK_BARS],
+                   key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
+    bars = _hbars([(f"partition {t['partition']} attempt {t['attempt']} · {t['host']}", t["seconds"],
+                    f"{t['seconds']:,.2f} s, {t['rows']:,} rows",
+                    "straggler" if (t["partition"], t["attempt"]) in slow_keys else "bar") for t in shown])
+    note = f"{len(timed)} tasks, median {median:,.2f} s; {len(slow)} over {STRAGGLER}x the median, in red"
+    if slow:
+        note += ": " + ", ".join(f"partition {t['partition']} ({t['seconds']:,.1f} s)" for t in slow[:10])
+    if len(timed) > MAX_TASK_BARS:
+        note += f"; the {MAX_TASK_BARS} longest are drawn"
+    note = f'<p class="note">{_esc(note)}.</p>'
+    return _section("Per-task durations", note + bars)
+
+
+def _devices(s: dict) -> str:
+    groups: dict[tuple, list] = {}
+    for t in s["tasks"]:
+        groups.setdefault((t["host"], t["device"], t.get("instance_type") or "–"), []).append(t.get("rows", 0))
+    rows = "".join(f"<tr><td>{_esc(host)}</td><td>{_esc(device)}</td><td>{_esc(itype)}</td><td>{len(r)}</td>"
+                   f"<td>{sum(r):,}</td></tr>" for (host, device, itype), r in sorted(groups.items()))
+    table = ("<table><tr><th>host</th><th>device</th><th>instance type</th><th>tasks</th><th>rows</th></tr>"
+             f"{rows}</table>")
+    return _section("Devices", f"<p>backend {_esc(s['backend'])}, {s['engine_loads']} engine loads, "
+                               f"{s['batch_retries']} batch retries</p>" + table)
+
+
+def _cost(cost: dict) -> str:
+    fields = ("instance_type", "usd_per_hour", "price_source", "instances", "instance_hours", "usd",
+              "usd_per_million_rows")
+    rows = "".join(f"<tr><th>{name}</th><td>{_esc('–' if cost[name] is None else cost[name])}</td></tr>"
+                   for name in fields)
+    return _section("Cost", f"<table>{rows}</table>"
+                            '<p class="note">usd = usd_per_hour × instances × scoring hours; '
+                            "usd_per_million_rows = usd / rows written × 10^6.</p>")
+
+
+def _hbars(bars: list[tuple[str, float, str, str]]) -> str:
+    """Horizontal bars, one per (label, value, note, css class), scaled to the largest value."""
+    top = max((value for _, value, _, _ in bars), default=0) or 1
+    out = []
+    for i, (label, value, note, cls) in enumerate(bars):
+        y, w = i * _ROW, value / top * _BAR
+        out.append(f'<text x="{_LABEL - 6}" y="{y + 13}" text-anchor="end">{_esc(label)}</text>'
+                   f'<rect class="{cls}" x="{_LABEL}" y="{y + 2}" width="{w:.1f}" height="{_ROW - 4}">'
+                   f"<title>{_esc(label)}: {_esc(note)}</title></rect>"
+                   f'<text x="{_LABEL + w + 6:.1f}" y="{y + 13}">{_esc(note)}</text>')
+    return _svg(_LABEL + _BAR + _NOTE, len(bars) * _ROW, "".join(out))
+
+
+def _svg(width: int, height: int, body: str) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img">{body}</svg>')
+
+
+def _section(title: str, body: str) -> str:
+    return f"<section><h2>{_esc(title)}</h2>{body}</section>"
+
+
+def _esc(value) -> str:
+    return html.escape(str(value))
