@@ -293,6 +293,12 @@ def test_dry_run_add_step_prints_the_spark_submit(aws, capsys) -> None:
     assert moto_support.emr_clusters() == {}
 
 
+def test_profiles_count_each_gpu_once(capsys) -> None:
+    assert main(["profiles"]) == 0
+    out = capsys.readouterr().out
+    assert "8 x A100 (sm80)" in out and "1 x T4 (sm75)" in out and "x 8x" not in out
+
+
 def _dry_runs(sources: dict[str, Path]) -> dict[str, list[str]]:
     """One invocation of every sub-command, as a new user would type it from emr/README.md."""
     vc = "vc0000000000000000000000a"
