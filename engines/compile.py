@@ -12,6 +12,9 @@ passes only if labels agree on >= 99% of scored rows and the p99 |score diff| is
 
 Export, then a parity check against the transformers model, then the manifest. An artifact
 that fails parity is not written: the command exits 1 and the output folder is left untouched.
+So is a classifier whose checkpoint lacks weights that transformers would initialise at random
+(an encoder without its task head): parity compares the export with that same random model and
+would pass. `--allow-untrained-head` writes it anyway for smoke tests and records it.
 """
 from __future__ import annotations
 
@@ -86,10 +89,12 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
                    positive_label: int | None = None, threshold: float = 0.5, pooling: str | None = None,
                    source: dict | None = None, precision: str | None = None,
                    options: "accel_compile.Options | None" = None, optimize: str = "auto",
-                   parity_rows: list | None = None) -> artifact.Manifest:
+                   parity_rows: list | None = None, allow_untrained_head: bool = False) -> artifact.Manifest:
     """Export `module`, check parity against it, and write the artifact to `out`.
 
-    Raises ParityError (and writes nothing to `out`) if the export disagrees with `module`.
+    Raises ParityError (and writes nothing to `out`) if the export disagrees with `module`, and
+    ArtifactError if `module` has randomly initialised weights (engines.export.Classifier's
+    `untrained_weights`) unless `allow_untrained_head`, which records them in the manifest.
     Accelerated backends (tensorrt, neuronx, neuron) may record parity as not yet run
     (`passed: null` with the reason) when this machine lacks their hardware.
     """
@@ -98,6 +103,13 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
     from engines import accel_compile
     from engines.registry import NATURAL, engine_class
 
+    untrained = getattr(module, "untrained_weights", ())
+    if untrained and not allow_untrained_head:
+        raise ArtifactError(
+            f"{tokenizer_dir} has no trained {task} head: transformers would initialise {', '.join(untrained)} at random "
+            f"(missing from the checkpoint), so every score would be noise, and parity cannot tell (it compares the "
+            f"export with that same random model). Compile a model fine-tuned for {task}, use --task embedding for a "
+            f"sentence encoder, or pass --allow-untrained-head for a smoke test")
     precision = precision or accel_compile.default_precision(backend)
     accel_compile.check_precision(backend, precision)
     options = options or accel_compile.Options()
@@ -130,6 +142,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
             buckets=tuple(buckets), files=files, labels=tuple(labels), precision=precision,
             positive_label=positive_label, threshold=threshold, pooling=pooling if task == "embedding" else None,
             target=target or _target(backend, versions), output=output, created_with=versions, source=source or {},
+            untrained_head=tuple(untrained),
         )
         import dataclasses
 
@@ -197,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--positive-label", type=int, default=None, help="pair-classification: index of the 'duplicate' class; default: last")
     opt.add_argument("--threshold", type=float, default=0.5, help="score >= threshold means duplicate; default: 0.5")
     opt.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="embedding task; default: mean")
+    opt.add_argument("--allow-untrained-head", action="store_true",
+                     help="write a classifier whose head transformers initialises at random (the checkpoint lacks "
+                          "it), for smoke tests only: the manifest records it and the jobs warn; default: refuse")
     return p
 
 
@@ -268,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             source={"model_dir": str(args.model.resolve()), "build_args": argv_without_out(argv)},
             precision=args.precision, options=Options(build=args.build, neuron_target=args.neuron_target),
             optimize=args.optimize if args.backend == "onnx" else "none", parity_rows=parity_rows,
+            allow_untrained_head=args.allow_untrained_head,
         )
     except EngineUnavailableError as e:  # the backend's compiler or hardware is not on this machine
         print(f"error: {e}", file=sys.stderr)
@@ -275,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ParityError, ArtifactError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    if manifest.untrained_head:
+        print(f"warning: {args.out} has a randomly initialised head ({', '.join(manifest.untrained_head)}), "
+              "recorded as untrained_head in its manifest", file=sys.stderr)
     print(json.dumps({"artifact": str(args.out), "model": manifest.model_id, "task": manifest.task,
                       "backend": manifest.backend, "parity": manifest.parity}))
     return 0

@@ -39,6 +39,7 @@ def plan(cfg: JobConfig, workload) -> tuple[ScorerSpec, object]:
         raise io.InputError(f"--model {cfg.model}: {e}") from None
     if manifest.task not in workload.tasks:
         raise io.InputError(f"--model {cfg.model} is a {manifest.task} artifact; this job needs one of {workload.tasks}")
+    manifest.warn_untrained_head()
     try:
         bind_device(backend, cfg.device, {})  # a --device that cannot fit the backend fails here, not in tasks
     except ValueError as e:

@@ -20,7 +20,7 @@ def test_compiled_artifact_records_parity_and_verifies(compile_artifact, task, b
         assert m.parity["min_cosine"] >= 0.9999 and m.output == "sentence_embedding" and m.pooling == "mean"
     else:
         assert m.parity["max_abs_diff"] <= 1e-4 and m.output == "logits"
-    assert "tokenizer/tokenizer.json" in m.files
+    assert "tokenizer/tokenizer.json" in m.files and m.untrained_head == ()
     assert m.buckets[-1][1] == 256 and all(b * s <= 4096 for b, s in m.buckets)
 
 
@@ -59,6 +59,36 @@ def test_failed_parity_writes_nothing_and_exits_1(tiny_models, tmp_path, monkeyp
     assert rc == 1 and not out.exists()
     assert "failed parity against transformers" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # the work folder is cleaned up too
+
+
+@pytest.mark.parametrize("task", ["pair-classification", "text-classification"])
+def test_encoder_without_a_head_is_refused_as_a_classifier(tiny_models, tmp_path, capsys, task):
+    """A bare BertModel would get a random head and pass parity against it: refused, exit 1."""
+    out = tmp_path / "never"
+    assert compile_cli.main(["--model", str(tiny_models["embedding"]), "--task", task, "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"has no trained {task} head" in err and "classifier.bias, classifier.weight" in err
+    assert "--allow-untrained-head" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_allow_untrained_head_records_it_and_the_job_warns_once(tiny_models, tmp_path, capsys):
+    from jobs import runner
+    from jobs.cli import common_parser, config_from
+    from udfs.workloads import Duplicates
+
+    out = tmp_path / "smoke"
+    assert compile_cli.main(["--model", str(tiny_models["embedding"]), "--task", "pair-classification",
+                             "--out", str(out), "--allow-untrained-head"]) == 0
+    assert "randomly initialised head (classifier.bias, classifier.weight)" in capsys.readouterr().err
+    assert json.loads((out / "manifest.json").read_text())["untrained_head"] == ["classifier.bias", "classifier.weight"]
+    m = open_artifact(out)
+    assert m.untrained_head == ("classifier.bias", "classifier.weight") and m.parity["passed"] is True
+    args = common_parser("duplicates.py", "").parse_args(
+        ["--input", str(tmp_path / "in.parquet"), "--output", str(tmp_path / "o"), "--model", str(out)])
+    runner.plan(config_from(args, {}), Duplicates())
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1 and "--allow-untrained-head" in err and "classifier.weight" in err
 
 
 def test_bad_arguments_exit_2(tiny_models, tmp_path, capsys):
