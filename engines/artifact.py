@@ -17,7 +17,8 @@ from engines.errors import ArtifactError
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 TASKS = ("pair-classification", "text-classification", "embedding")
-BACKENDS = ("onnx", "torchscript", "tensorrt", "neuronx", "neuron")
+BACKENDS = ("onnx", "torch", "tensorrt", "neuronx", "neuron")  # the jobs' --backend names, too
+LEGACY_BACKENDS = {"torchscript": "torch"}  # what manifests written before the rename say
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +87,7 @@ class Manifest:
         if missing:
             raise ArtifactError(f"manifest lacks required keys {missing}")
         kw = {k: v for k, v in d.items() if k in known}
+        kw["backend"] = LEGACY_BACKENDS.get(d["backend"], d["backend"])
         kw["buckets"] = tuple(tuple(int(x) for x in b) for b in d.get("buckets", ()))
         kw["labels"] = tuple(d.get("labels", ()))
         kw["inputs"] = tuple(d.get("inputs", cls.inputs))

@@ -72,10 +72,10 @@ def _export(module, folder: Path, backend: str, output: str, max_seq_len: int, o
         from engines.onnx_optimize import export_cpu
 
         return export_cpu(module, folder / "model.onnx", output, max_seq_len, optimize, precision)
-    if backend == "torchscript":
+    if backend == "torch":
         export.export_torchscript(module, folder / "model.pt")
         return {}
-    raise ValueError(f"compile --backend {backend!r} is not supported here; use onnx or torchscript")
+    raise ValueError(f"compile --backend {backend!r} is not supported here; use onnx or torch")
 
 
 def _target(backend: str, versions: dict[str, str]) -> dict:
@@ -101,7 +101,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
     from transformers import AutoTokenizer
 
     from engines import accel_compile
-    from engines.registry import NATURAL, engine_class
+    from engines.registry import engine_class
 
     untrained = getattr(module, "untrained_weights", ())
     if untrained and not allow_untrained_head:
@@ -150,7 +150,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
             record, added = accel_compile.check_parity(module, work, manifest, tokenizer, options)
             files = {**files, **{rel: artifact.sha256_file(work / rel) for rel in added}}
         else:
-            with engine_class(NATURAL[backend])(work, manifest) as engine:
+            with engine_class(backend)(work, manifest) as engine:
                 if precision in parity.SCORE_GATED:
                     record = parity.check_quantized(module, engine, tokenizer, task, precision, max_seq_len,
                                                     threshold=threshold, positive_label=positive_label,
@@ -185,10 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     req.add_argument("--out", required=True, type=Path, help="artifact folder to write (replaced if it exists)")
     opt = p.add_argument_group("Optional arguments")
     opt.add_argument("--backend", default="onnx", choices=artifact.BACKENDS,
-                     help="onnx (CPU), torchscript, tensorrt (NVIDIA GPU), neuronx (Inf2/Trn1), neuron (Inf1); "
+                     help="onnx (CPU), torch (TorchScript on the CPU), tensorrt (NVIDIA GPU), neuronx (Inf2/Trn1), neuron (Inf1); "
                           "default: onnx")
     opt.add_argument("--precision", default=None, choices=("fp32", "fp16", "bf16", "int8"),
-                     help="default: fp32 for onnx/torchscript, fp16 for tensorrt, bf16 (matmul auto-cast) for Neuron; "
+                     help="default: fp32 for onnx/torch, fp16 for tensorrt, bf16 (matmul auto-cast) for Neuron; "
                           "int8 (onnx, opt-in) is kept only if it passes the score parity gate")
     opt.add_argument("--optimize", choices=("auto", "fusion", "none"), default="auto",
                      help="onnx: ONNX Runtime BERT fusion; auto fuses when the model allows it, fusion insists; "

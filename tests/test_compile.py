@@ -9,7 +9,7 @@ from engines.artifact import open_artifact
 from engines.registry import engine_class
 
 
-@pytest.mark.parametrize("task, backend", [("pair-classification", "onnx"), ("pair-classification", "torchscript"),
+@pytest.mark.parametrize("task, backend", [("pair-classification", "onnx"), ("pair-classification", "torch"),
                                            ("embedding", "onnx"), ("text-classification", "onnx")])
 def test_compiled_artifact_records_parity_and_verifies(compile_artifact, task, backend):
     folder = compile_artifact(task, backend)
@@ -108,16 +108,27 @@ def test_parse_buckets():
     assert compile_cli.default_buckets(100) == [(128, 32), (64, 64), (40, 100)]
 
 
-def test_torchscript_artifact_runs_on_torch_engine_only(compile_artifact):
+def test_torch_artifact_runs_on_torch_engine_only(compile_artifact):
     from engines.errors import ArtifactError
     from engines.registry import resolve_backend
 
-    m = open_artifact(compile_artifact("pair-classification", "torchscript"))
-    assert resolve_backend("auto", m) == "torch"
-    with pytest.raises(ArtifactError, match="compiled for backend 'torchscript'"):
+    folder = compile_artifact("pair-classification", "torch")
+    m = open_artifact(folder)
+    assert m.backend == "torch" and resolve_backend("auto", m) == "torch"
+    with pytest.raises(ArtifactError, match="compiled for backend 'torch'"):
         resolve_backend("onnx", m)
-    engine = engine_class("torch")(compile_artifact("pair-classification", "torchscript"), m).load()
+    engine = engine_class("torch")(folder, m).load()
     ids = np.array([[101, 2000, 102, 0]])
     out = engine.infer({"input_ids": ids, "attention_mask": (ids > 0).astype(int), "token_type_ids": ids * 0})
     assert out.shape == (1, 2)
-    assert json.loads((compile_artifact("pair-classification", "torchscript") / "manifest.json").read_text())["target"]["runtime"] == "torch"
+    assert json.loads((folder / "manifest.json").read_text())["target"]["runtime"] == "torch"
+
+
+def test_manifests_from_before_the_rename_say_torchscript_and_still_run(compile_artifact, artifact_copy):
+    from engines.registry import resolve_backend
+
+    folder = artifact_copy(compile_artifact("pair-classification", "torch"))
+    raw = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**raw, "backend": "torchscript"}))
+    m = open_artifact(folder)
+    assert m.backend == "torch" and resolve_backend("auto", m) == "torch"

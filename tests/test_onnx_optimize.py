@@ -175,9 +175,9 @@ def test_int8_gate_refuses_a_bad_artifact_and_writes_nothing(sharp_models, tmp_p
 
 def test_int8_is_opt_in_and_onnx_only(tiny_models, compile_artifact, tmp_path, capsys):
     assert open_artifact(compile_artifact("embedding")).precision == "fp32"
-    assert _compile(tiny_models["embedding"], tmp_path / "ts", "embedding", "--backend", "torchscript",
+    assert _compile(tiny_models["embedding"], tmp_path / "ts", "embedding", "--backend", "torch",
                     "--precision", "int8") == 2
-    assert "--precision int8 is not available for --backend torchscript" in capsys.readouterr().err
+    assert "--precision int8 is not available for --backend torch" in capsys.readouterr().err
 
 
 def test_parity_data_needs_the_task_columns(tiny_models, tmp_path, capsys):
