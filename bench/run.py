@@ -101,8 +101,8 @@ def _code_digest() -> str:
     import hashlib
 
     h = hashlib.sha256()
-    for rel in ("engines/compile.py", "engines/onnx_optimize.py", "engines/parity.py", "engines/export.py",
-                "engines/centroid.py"):
+    for rel in ("engines/compile.py", "engines/onnx_optimize.py", "engines/parity.py", "engines/parity_data.py",
+                "engines/export.py", "engines/centroid.py"):
         h.update((ROOT / rel).read_bytes())
     return h.hexdigest()[:16]
 
@@ -233,9 +233,8 @@ def build_artifacts(quick: bool, work: Path) -> dict:
     art_root = ROOT / "artifacts" / "bench"
     # The int8 gate's rows come from another seed: never the measured rows.
     gate_pairs = 240 if quick else 600
-    gate_left, gate_right = side_texts(datasets.product_pairs(gate_pairs, seed=99))
-    gate = work / f"int8-gate-pairs-{gate_pairs}.parquet"
-    pd.DataFrame({"left": gate_left, "right": gate_right}).to_parquet(gate, index=False)
+    gate = work / f"int8-gate-pairs-{gate_pairs}.parquet"  # the duplicates job's own input layout
+    datasets.product_pairs(gate_pairs, seed=99).drop(columns=["label"]).to_parquet(gate, index=False)
     base = ["--model", str(minilm_dir()), "--task", "embedding", "--name", "all-minilm-l6-v2", "--version", "1",
             "--max-seq-len", "256", "--threshold", str(THRESHOLD)]
     built = {

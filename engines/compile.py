@@ -8,7 +8,7 @@
 ONNX artifacts for the CPU get ONNX Runtime's BERT operator fusion when the model allows it
 (`--optimize`, engines/onnx_optimize.py). `--precision int8` (onnx) is opt-in, never a default: it
 passes only if labels agree on >= 99% of scored rows and the p99 |score diff| is <= 0.02
-(engines/parity.py); give it rows like the job's with `--parity-data`.
+(engines/parity.py); give it the job's own input with `--parity-data` (engines/parity_data.py).
 
 Export, then a parity check against the transformers model, then the manifest. An artifact
 that fails parity is not written: the command exits 1 and the output folder is left untouched.
@@ -27,6 +27,9 @@ import tempfile
 from pathlib import Path
 
 from engines import artifact, parity
+from engines import parity_data
+from jobs.cli import FORMATS
+from udfs.workloads import Duplicates
 from engines.errors import ArtifactError, EngineUnavailableError, ParityError
 
 DEFAULT_SEQS = (32, 64, 128, 256, 512)
@@ -177,6 +180,13 @@ def _read_labels(path: Path) -> list[str]:
     return [str(l) for l in labels]
 
 
+def _fields(text: str) -> tuple[str, ...]:
+    fields = tuple(f.strip() for f in text.split(",") if f.strip())
+    if not fields:
+        raise argparse.ArgumentTypeError("--fields needs at least one field")
+    return fields
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engines.compile", description=__doc__.split("\n\n")[0])
     req = p.add_argument_group("Required arguments")
@@ -194,8 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="onnx: ONNX Runtime BERT fusion; auto fuses when the model allows it, fusion insists; "
                           "default: auto")
     opt.add_argument("--parity-data", type=Path, default=None,
-                     help="rows for the int8 gate (parquet/csv/jsonl): columns left,right for pair tasks, text for "
-                          "text-classification; default: built-in probe rows")
+                     help="rows for the int8 gate: the job's own input (duplicates: pair_id and left_<field>/"
+                          "right_<field> per --fields; intent: query), or columns left,right (pair tasks) or text; "
+                          "default: built-in probe rows")
+    opt.add_argument("--input-format", choices=FORMATS, default=None,
+                     help="of --parity-data, as the jobs' flag; default: from the path's suffix, else parquet")
+    opt.add_argument("--fields", type=_fields, default=Duplicates.fields,
+                     help="--parity-data of the duplicates job: its --fields; default: title,brand,description")
     opt.add_argument("--build", action="store_true",
                      help="tensorrt: build the plan for this machine's GPU now, check it and ship it in the artifact; "
                           "default: executors build on first use")
@@ -214,25 +229,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write a classifier whose head transformers initialises at random (the checkpoint lacks "
                           "it), for smoke tests only: the manifest records it and the jobs warn; default: refuse")
     return p
-
-
-def read_parity_rows(path: Path, task: str) -> list:
-    """Scored rows for the int8 gate: (left, right) pairs, or texts for text-classification."""
-    import pandas as pd
-
-    name = str(path).lower()
-    if name.endswith((".jsonl", ".json")):
-        frame = pd.read_json(path, lines=True)
-    elif name.endswith(".csv"):
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    else:
-        frame = pd.read_parquet(path)
-    columns = ["text"] if task == "text-classification" else ["left", "right"]
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"needs column(s) {columns} for a {task} artifact; missing {missing}")
-    frame = frame[columns].dropna().astype(str)
-    return frame["text"].tolist() if task == "text-classification" else list(zip(frame["left"], frame["right"]))
 
 
 def argv_without_out(argv: list[str] | None) -> list[str]:
@@ -263,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --build only applies to --backend tensorrt", file=sys.stderr)
         return 2
     try:
-        parity_rows = read_parity_rows(args.parity_data, args.task) if args.parity_data else None
+        parity_rows = (parity_data.read(args.parity_data, args.task, args.input_format, args.fields)
+                       if args.parity_data else None)
     except (OSError, ValueError) as e:
         print(f"error: --parity-data {args.parity_data}: {e}", file=sys.stderr)
         return 2
