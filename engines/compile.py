@@ -26,11 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engines import artifact, parity
-from engines import parity_data
+from engines import artifact, parity, parity_data
+from engines.errors import ArtifactError, EngineUnavailableError, ParityError
 from jobs.cli import FORMATS
 from udfs.workloads import Duplicates
-from engines.errors import ArtifactError, EngineUnavailableError, ParityError
 
 DEFAULT_SEQS = (32, 64, 128, 256, 512)
 TOKENS_PER_BUCKET = 4096
