@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 DEMO_ROWS ?= 10000
 
-.PHONY: venv spark-conf demo test package bench ray-venv clean
+.PHONY: venv spark-conf demo test package bench bench-commit ray-venv clean
 
 include emr/package.mk emr/airflow.mk
 
@@ -43,10 +43,11 @@ package: $(STAMP)
 
 # `make bench` (bench/run.py): 14.4 minutes on 2 cores from a fresh clone (venvs and artifacts
 # included), about 10 once they exist; BENCH_QUICK=1 for a smoke run.
-# Results land in bench/results/ (quick runs: bench/results/tmp/, not committed).
-bench: $(STAMP)
+# Results land in out/bench/results/ (scratch); `make bench-commit` replaces the committed
+# bench/results/ with a full run instead.
+bench bench-commit: $(STAMP)
 	-$(MAKE) --no-print-directory ray-venv
-	$(PY) -m bench.run
+	$(PY) -m bench.run $(if $(filter bench-commit,$@),--commit)
 
 # Ray Data is one of the benchmark's peers. It gets a venv of its own (its pins are not the
 # project's), which borrows torch and transformers from .venv through a .pth file. If it cannot

@@ -2,13 +2,15 @@
 
     python -m bench.run              # the full run: about 10 minutes on 2 cores, artifacts compiled
     python -m bench.run --quick      # a smoke run of every path on tiny sizes (or BENCH_QUICK=1)
+    python -m bench.run --commit     # a full run that replaces the committed bench/results/
 
 On the seeded generator's data (bench/datasets.py) and the packaged all-MiniLM-L6-v2, it
 measures the bare engine per backend, precision and length mix; the duplicates and intent jobs
 end to end on local Spark (steady state; the JVM start is reported on its own); the peers
 (`predict_batch_udf` + transformers, an iterator pandas UDF + transformers, Ray Data) on the
 same rows, model and cores; and the machine's fp32 GEMM peak. Every ratio is measured side by
-side in this run. Writes results.json, results.md and results.png to --out (bench/results).
+side in this run. Writes results.json, results.md and results.png to --out (out/bench/results,
+scratch), or with --commit to bench/results, the run the README and docs/performance.md quote.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = ROOT / "bench" / "results"  # only --commit writes here
 THRESHOLD = 0.80  # MiniLM cosine at which two offers are the same product (bench/demo.py)
 TOKEN_BUDGET = 512  # the jobs' --batch-tokens default on the CPU (jobs/runner.py)
 BUDGETS = (256, 512, 1024, 8192)  # the batch-sizing sweep
@@ -101,8 +104,8 @@ def _code_digest() -> str:
     import hashlib
 
     h = hashlib.sha256()
-    for rel in ("engines/compile.py", "engines/onnx_optimize.py", "engines/parity.py", "engines/export.py",
-                "engines/centroid.py"):
+    for rel in ("engines/compile.py", "engines/onnx_optimize.py", "engines/parity.py", "engines/parity_data.py",
+                "engines/export.py", "engines/centroid.py"):
         h.update((ROOT / rel).read_bytes())
     return h.hexdigest()[:16]
 
@@ -233,9 +236,8 @@ def build_artifacts(quick: bool, work: Path) -> dict:
     art_root = ROOT / "artifacts" / "bench"
     # The int8 gate's rows come from another seed: never the measured rows.
     gate_pairs = 240 if quick else 600
-    gate_left, gate_right = side_texts(datasets.product_pairs(gate_pairs, seed=99))
-    gate = work / f"int8-gate-pairs-{gate_pairs}.parquet"
-    pd.DataFrame({"left": gate_left, "right": gate_right}).to_parquet(gate, index=False)
+    gate = work / f"int8-gate-pairs-{gate_pairs}.parquet"  # the duplicates job's own input layout
+    datasets.product_pairs(gate_pairs, seed=99).drop(columns=["label"]).to_parquet(gate, index=False)
     base = ["--model", str(minilm_dir()), "--task", "embedding", "--name", "all-minilm-l6-v2", "--version", "1",
             "--max-seq-len", "256", "--threshold", str(THRESHOLD)]
     built = {
@@ -522,17 +524,27 @@ def _versions() -> dict:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The flags, with `out` resolved: scratch unless --commit asks for the committed results."""
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK", "") not in ("", "0"),
                    help="tiny sizes, a smoke run of every path (also BENCH_QUICK=1)")
     p.add_argument("--cores", type=int, default=min(2, os.cpu_count() or 1), help="cores to use; default: 2")
-    p.add_argument("--out", type=Path, default=None, help="default: bench/results (quick: bench/results/tmp)")
+    p.add_argument("--out", type=Path, default=None, help="results folder; default: <work>/results")
+    p.add_argument("--commit", action="store_true",
+                   help="a full run that replaces the committed results in bench/results/ (make bench-commit)")
     p.add_argument("--work", type=Path, default=ROOT / "out" / "bench", help="scratch data; default: out/bench")
     p.add_argument("--ray-python", default=str(ROOT / ".venv-ray" / "bin" / "python"),
                    help="interpreter with ray[data] installed; default: .venv-ray/bin/python")
     args = p.parse_args(argv)
-    out = args.out or (ROOT / "bench" / "results" / ("tmp" if args.quick else ""))
+    if args.commit and (args.quick or args.out):
+        p.error("--commit replaces bench/results/ with a full run: drop --quick / BENCH_QUICK and --out")
+    args.out = COMMITTED if args.commit else (args.out or args.work / "results")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     # Spark's Python workers and the spawned engine processes import this checkout.
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -542,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     results = run(args)
     from bench import report
 
-    paths = report.write(results, out)
+    paths = report.write(results, args.out)
     log("wrote " + ", ".join(str(p) for p in paths))
     for t in results["targets"]:
         log(f"target {t['target']}: {t['value']} (goal {t['goal']}) {'MET' if t['met'] else 'not met'} - {t['note']}")

@@ -80,6 +80,14 @@ def _canned_responses() -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]
         "DescribeCluster": lambda p: {
             "Cluster": {"Id": p.get("ClusterId"), "Name": "dry-run", "Status": {"State": "WAITING"}}
         },
+        # The wait commands describe once in a dry run; a run that has not started is PENDING.
+        "DescribeStep": lambda p: {
+            "Step": {"Id": p.get("StepId"), "Name": "dry-run", "Status": {"State": "PENDING"}}
+        },
+        "DescribeJobRun": lambda p: {
+            "jobRun": {"id": p.get("id"), "name": "dry-run", "virtualClusterId": p.get("virtualClusterId"),
+                       "state": "PENDING"}
+        },
         "StartJobRun": lambda p: {
             "id": DRY_RUN_JOB_RUN_ID,
             "name": p.get("name"),

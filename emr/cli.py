@@ -13,7 +13,9 @@ Sub-commands::
     eks-wait          wait for an EMR on EKS job run
 
 Every AWS sub-command takes ``--endpoint-url`` (or ``AWS_ENDPOINT_URL``), ``--region``,
-``--aws-profile`` and ``--dry-run`` (print each request as a JSON line instead of sending it).
+``--aws-profile`` and ``--dry-run`` (print each request as a JSON line instead of sending it;
+the wait commands describe once and do not poll). ``package --dry-run`` lists what it would
+build; ``profiles`` sends nothing, so its ``--dry-run`` changes nothing.
 Exit codes: 0 ok; 1 an AWS call or a step failed; 2 bad arguments or local input.
 """
 
@@ -32,14 +34,19 @@ L_REPO = Path(__file__).resolve().parent.parent  # the repository (jobs/, dist/)
 _RUN_DATE_HELP = "YYYY-MM-DD (Airflow passes {{ ds }})"
 
 
+def _dry_run(help_text: str) -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--dry-run", action="store_true", help=help_text)
+    return parent
+
+
 def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, parents=[_dry_run(
+        "print every request as a JSON line instead of sending it (wait commands: describe once)")])
     aws = common.add_argument_group("AWS connection")
     aws.add_argument("--endpoint-url", help="send requests here (default: AWS_ENDPOINT_URL, else AWS)")
     aws.add_argument("--region", help="AWS region (default: the usual boto3 chain)")
     aws.add_argument("--aws-profile", help="named profile from the AWS config files")
-    aws.add_argument("--dry-run", action="store_true",
-                     help="print every request as a JSON line instead of sending it")
     return common
 
 
@@ -74,9 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = _common()
 
-    sub.add_parser("profiles", help="list GPU cluster profiles")
+    sub.add_parser("profiles", help="list GPU cluster profiles",
+                   parents=[_dry_run("accepted like on every sub-command; profiles sends nothing anyway")])
 
-    p = sub.add_parser("package", help="build dist/: wheel, py-files zip, environment archive")
+    p = sub.add_parser("package", help="build dist/: wheel, py-files zip, environment archive",
+                       parents=[_dry_run("list what would be built and build nothing")])
     p.add_argument("--dist", type=Path, default=L_REPO / "dist")
     p.add_argument("--no-env", action="store_true", help="skip the venv-pack archive")
     p.add_argument("--extras", default="aws", help="extras installed in the environment (default %(default)s)")
@@ -175,6 +184,10 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 def cmd_package(args: argparse.Namespace) -> int:
     from emr import packaging
 
+    if args.dry_run:
+        for item in packaging.planned(args.dist, with_env=not args.no_env, extras=args.extras):
+            _echo(f"would build {item}")
+        return 0
     built = packaging.build_all(L_REPO, args.dist, with_env=not args.no_env, extras=args.extras, echo=_echo)
     for path in built:
         _echo(str(path))
@@ -272,11 +285,19 @@ def cmd_add_step(args: argparse.Namespace) -> int:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    from emr import cluster
+    from emr import cluster, steps
 
     clients = _clients(args)
     info = cluster.describe_cluster(clients.emr, args.cluster_id)
+    if args.dry_run:  # one validated DescribeStep shows the request; polling a canned answer proves nothing
+        steps.describe_step(clients.emr, args.cluster_id, args.step_id)
+        _echo(_would_poll(f"step {args.step_id}", args))
+        return 0
     return _wait_step(clients, args.cluster_id, args.step_id, info, args)
+
+
+def _would_poll(what: str, args: argparse.Namespace) -> str:
+    return f"would poll {what} every {args.poll:g}s until it ends (at most {args.timeout:g}s)"
 
 
 def cmd_terminate(args: argparse.Namespace) -> int:
@@ -318,11 +339,19 @@ def cmd_eks_submit(args: argparse.Namespace) -> int:
 def cmd_eks_wait(args: argparse.Namespace) -> int:
     from emr import eks
 
-    eks.wait_for_job_run(_clients(args).emr_containers, args.virtual_cluster_id, args.job_run_id,
+    client = _clients(args).emr_containers
+    if args.dry_run:
+        eks.describe_job_run(client, args.virtual_cluster_id, args.job_run_id)
+        _echo(_would_poll(f"job run {args.job_run_id}", args))
+        return 0
+    eks.wait_for_job_run(client, args.virtual_cluster_id, args.job_run_id,
                          log_uri=args.log_uri, poll_s=args.poll, timeout_s=args.timeout, echo=_echo)
     _echo(f"job run {args.job_run_id} COMPLETED")
     return 0
 
+
+_DRY_RUN_NOTE = "dry run: the requests above were validated and printed, none was sent (ids shown are placeholders)"
+_DRY_RUN_NOTES = {"profiles": "dry run: profiles sends no requests", "package": "dry run: nothing was built"}
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "profiles": cmd_profiles,
@@ -346,9 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code = COMMANDS[args.command](args)
-        if getattr(args, "dry_run", False):
-            print("dry run: the requests above were validated and printed, none was sent "
-                  "(ids shown are placeholders)", file=sys.stderr)
+        if args.dry_run:
+            print(_DRY_RUN_NOTES.get(args.command, _DRY_RUN_NOTE), file=sys.stderr)
         return code
     except EmrError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -14,7 +14,7 @@ Variable ``accel_scoring`` (JSON)::
       "cluster_id": "j-...",                             # the existing-cluster DAG only
       "jobs": {
         "duplicates":   {"input": "s3://.../pairs/", "output": "s3://.../duplicates/",
-                         "model": "s3://.../models/minilm-dup/1.0/", "args": ["--backend", "tensorrt"]},
+                         "model": "s3://.../models/pairs-trt/1/", "args": ["--backend", "tensorrt"]},
         "query_intent": {"input": "...", "output": "...", "model": "...", "args": ["--top-k", "3"]}
       },
       "eks": {"virtual_cluster_id": "...", "execution_role_arn": "arn:aws:iam::...:role/...",

@@ -105,6 +105,15 @@ def build_env_archive(
     return out
 
 
+def planned(dist: Path, *, with_env: bool = True, extras: str = "aws") -> list[str]:
+    """What ``build_all`` would write, for ``package --dry-run``."""
+    items = [f"{dist}/accel_scoring-<version>-py3-none-any.whl (pip wheel, no dependencies)",
+             f"{dist / L.PYFILES_ZIP} (the --py-files zip of {', '.join(PACKAGES)})"]
+    if with_env:
+        items.append(f"{dist / L.ENV_ARCHIVE} (a venv with the wheel[{extras}], packed by venv-pack)")
+    return items
+
+
 def build_all(
     repo: Path, dist: Path, *, with_env: bool = True, extras: str = "aws",
     echo: Callable[[str], None] = print,

@@ -26,7 +26,7 @@ CGROUP_ROOT = "/spark-rapids-cgroup"
 class GpuProfile:
     name: str
     instance_type: str
-    gpu: str
+    gpu: str  # one GPU's model; gpus_per_instance says how many
     gpus_per_instance: int
     executor_cores: int
     executor_memory: str
@@ -58,10 +58,10 @@ def _profiles() -> Mapping[str, GpuProfile]:
                    description="L4, FP8-capable"),
         GpuProfile("g6e", "g6e.2xlarge", "L40S (sm89)", 1, 4, "32g", "8g",
                    description="more GPU memory for long sequences"),
-        GpuProfile("p4d", "p4d.24xlarge", "8x A100 (sm80)", 8, 10, "96g", "24g",
+        GpuProfile("p4d", "p4d.24xlarge", "A100 (sm80)", 8, 10, "96g", "24g",
                    core_instance_count=1, master_instance_type="m5.2xlarge",
                    description="8 executors per node, one per A100"),
-        GpuProfile("p5", "p5.48xlarge", "8x H100 (sm90)", 8, 20, "192g", "48g",
+        GpuProfile("p5", "p5.48xlarge", "H100 (sm90)", 8, 20, "192g", "48g",
                    core_instance_count=1, master_instance_type="m5.2xlarge",
                    description="8 executors per node, one per H100"),
     ]

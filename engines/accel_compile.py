@@ -27,7 +27,7 @@ from engines import parity, trt_build
 from engines.errors import ArtifactError, EngineUnavailableError
 
 BACKENDS = ("tensorrt", "neuronx", "neuron")
-PRECISIONS = {"onnx": ("fp32", "int8"), "torchscript": ("fp32",), "tensorrt": ("fp16", "fp32", "bf16"),
+PRECISIONS = {"onnx": ("fp32", "int8"), "torch": ("fp32",), "tensorrt": ("fp16", "fp32", "bf16"),
               "neuronx": ("bf16", "fp16", "fp32"), "neuron": ("bf16", "fp16")}
 NEURONX_TARGETS = ("inf2", "trn1", "trn1n", "trn2")
 # Kept in fp32 inside fp16/bf16 graphs: normalisation statistics lose too much in half precision.

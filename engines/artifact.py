@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from engines.errors import ArtifactError
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 TASKS = ("pair-classification", "text-classification", "embedding")
-BACKENDS = ("onnx", "torchscript", "tensorrt", "neuronx", "neuron")
+BACKENDS = ("onnx", "torch", "tensorrt", "neuronx", "neuron")  # the jobs' --backend names, too
+LEGACY_BACKENDS = {"torchscript": "torch"}  # what manifests written before the rename say
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +41,9 @@ class Manifest:
     inputs: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")
     output: str = "logits"
     parity: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # Weights transformers initialised at random because the checkpoint lacked them (compile
+    # --allow-untrained-head): the scores are noise. Empty for a trained model.
+    untrained_head: tuple[str, ...] = ()
     created_with: dict[str, str] = dataclasses.field(default_factory=dict)
     source: dict[str, Any] = dataclasses.field(default_factory=dict)
     format_version: int = FORMAT_VERSION
@@ -67,6 +72,7 @@ class Manifest:
         d["buckets"] = [list(b) for b in self.buckets]
         d["labels"] = list(self.labels)
         d["inputs"] = list(self.inputs)
+        d["untrained_head"] = list(self.untrained_head)
         return d
 
     @classmethod
@@ -81,10 +87,19 @@ class Manifest:
         if missing:
             raise ArtifactError(f"manifest lacks required keys {missing}")
         kw = {k: v for k, v in d.items() if k in known}
+        kw["backend"] = LEGACY_BACKENDS.get(d["backend"], d["backend"])
         kw["buckets"] = tuple(tuple(int(x) for x in b) for b in d.get("buckets", ()))
         kw["labels"] = tuple(d.get("labels", ()))
         kw["inputs"] = tuple(d.get("inputs", cls.inputs))
+        kw["untrained_head"] = tuple(d.get("untrained_head", ()))
         return cls(**kw)
+
+    def warn_untrained_head(self) -> None:
+        """Say on stderr, once per job on the driver, that this artifact's scores are noise."""
+        if self.untrained_head:
+            print(f"warning: artifact {self.model_id} was compiled with --allow-untrained-head: its "
+                  f"{self.task} head ({', '.join(self.untrained_head)}) was never trained and was initialised "
+                  f"at random, so its scores and labels mean nothing", file=sys.stderr, flush=True)
 
 
 def sha256_file(path: Path) -> str:

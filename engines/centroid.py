@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--split", default="build", help="use only rows of this split when the CSV has one; default: build")
     p.add_argument("--temperature", type=float, default=0.05, help="logits = cosine / temperature; default: 0.05")
-    p.add_argument("--backend", default="onnx", choices=("onnx", "torchscript"))
+    p.add_argument("--backend", default="onnx", choices=("onnx", "torch"))
     p.add_argument("--max-seq-len", type=int, default=64, help="queries are short; default: 64")
     p.add_argument("--name", default="intent-centroid")
     p.add_argument("--version", default="1")

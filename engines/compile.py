@@ -8,10 +8,13 @@
 ONNX artifacts for the CPU get ONNX Runtime's BERT operator fusion when the model allows it
 (`--optimize`, engines/onnx_optimize.py). `--precision int8` (onnx) is opt-in, never a default: it
 passes only if labels agree on >= 99% of scored rows and the p99 |score diff| is <= 0.02
-(engines/parity.py); give it rows like the job's with `--parity-data`.
+(engines/parity.py); give it the job's own input with `--parity-data` (engines/parity_data.py).
 
 Export, then a parity check against the transformers model, then the manifest. An artifact
 that fails parity is not written: the command exits 1 and the output folder is left untouched.
+So is a classifier whose checkpoint lacks weights that transformers would initialise at random
+(an encoder without its task head): parity compares the export with that same random model and
+would pass. `--allow-untrained-head` writes it anyway for smoke tests and records it.
 """
 from __future__ import annotations
 
@@ -23,8 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engines import artifact, parity
+from engines import artifact, parity, parity_data
 from engines.errors import ArtifactError, EngineUnavailableError, ParityError
+from jobs.cli import FORMATS
+from udfs.workloads import Duplicates
 
 DEFAULT_SEQS = (32, 64, 128, 256, 512)
 TOKENS_PER_BUCKET = 4096
@@ -69,10 +74,10 @@ def _export(module, folder: Path, backend: str, output: str, max_seq_len: int, o
         from engines.onnx_optimize import export_cpu
 
         return export_cpu(module, folder / "model.onnx", output, max_seq_len, optimize, precision)
-    if backend == "torchscript":
+    if backend == "torch":
         export.export_torchscript(module, folder / "model.pt")
         return {}
-    raise ValueError(f"compile --backend {backend!r} is not supported here; use onnx or torchscript")
+    raise ValueError(f"compile --backend {backend!r} is not supported here; use onnx or torch")
 
 
 def _target(backend: str, versions: dict[str, str]) -> dict:
@@ -86,18 +91,27 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
                    positive_label: int | None = None, threshold: float = 0.5, pooling: str | None = None,
                    source: dict | None = None, precision: str | None = None,
                    options: "accel_compile.Options | None" = None, optimize: str = "auto",
-                   parity_rows: list | None = None) -> artifact.Manifest:
+                   parity_rows: list | None = None, allow_untrained_head: bool = False) -> artifact.Manifest:
     """Export `module`, check parity against it, and write the artifact to `out`.
 
-    Raises ParityError (and writes nothing to `out`) if the export disagrees with `module`.
+    Raises ParityError (and writes nothing to `out`) if the export disagrees with `module`, and
+    ArtifactError if `module` has randomly initialised weights (engines.export.Classifier's
+    `untrained_weights`) unless `allow_untrained_head`, which records them in the manifest.
     Accelerated backends (tensorrt, neuronx, neuron) may record parity as not yet run
     (`passed: null` with the reason) when this machine lacks their hardware.
     """
     from transformers import AutoTokenizer
 
     from engines import accel_compile
-    from engines.registry import NATURAL, engine_class
+    from engines.registry import engine_class
 
+    untrained = getattr(module, "untrained_weights", ())
+    if untrained and not allow_untrained_head:
+        raise ArtifactError(
+            f"{tokenizer_dir} has no trained {task} head: transformers would initialise {', '.join(untrained)} at random "
+            f"(missing from the checkpoint), so every score would be noise, and parity cannot tell (it compares the "
+            f"export with that same random model). Compile a model fine-tuned for {task}, use --task embedding for a "
+            f"sentence encoder, or pass --allow-untrained-head for a smoke test")
     precision = precision or accel_compile.default_precision(backend)
     accel_compile.check_precision(backend, precision)
     options = options or accel_compile.Options()
@@ -130,6 +144,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
             buckets=tuple(buckets), files=files, labels=tuple(labels), precision=precision,
             positive_label=positive_label, threshold=threshold, pooling=pooling if task == "embedding" else None,
             target=target or _target(backend, versions), output=output, created_with=versions, source=source or {},
+            untrained_head=tuple(untrained),
         )
         import dataclasses
 
@@ -137,7 +152,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
             record, added = accel_compile.check_parity(module, work, manifest, tokenizer, options)
             files = {**files, **{rel: artifact.sha256_file(work / rel) for rel in added}}
         else:
-            with engine_class(NATURAL[backend])(work, manifest) as engine:
+            with engine_class(backend)(work, manifest) as engine:
                 if precision in parity.SCORE_GATED:
                     record = parity.check_quantized(module, engine, tokenizer, task, precision, max_seq_len,
                                                     threshold=threshold, positive_label=positive_label,
@@ -164,6 +179,13 @@ def _read_labels(path: Path) -> list[str]:
     return [str(l) for l in labels]
 
 
+def _fields(text: str) -> tuple[str, ...]:
+    fields = tuple(f.strip() for f in text.split(",") if f.strip())
+    if not fields:
+        raise argparse.ArgumentTypeError("--fields needs at least one field")
+    return fields
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engines.compile", description=__doc__.split("\n\n")[0])
     req = p.add_argument_group("Required arguments")
@@ -172,17 +194,22 @@ def build_parser() -> argparse.ArgumentParser:
     req.add_argument("--out", required=True, type=Path, help="artifact folder to write (replaced if it exists)")
     opt = p.add_argument_group("Optional arguments")
     opt.add_argument("--backend", default="onnx", choices=artifact.BACKENDS,
-                     help="onnx (CPU), torchscript, tensorrt (NVIDIA GPU), neuronx (Inf2/Trn1), neuron (Inf1); "
+                     help="onnx (CPU), torch (TorchScript on the CPU), tensorrt (NVIDIA GPU), neuronx (Inf2/Trn1), neuron (Inf1); "
                           "default: onnx")
     opt.add_argument("--precision", default=None, choices=("fp32", "fp16", "bf16", "int8"),
-                     help="default: fp32 for onnx/torchscript, fp16 for tensorrt, bf16 (matmul auto-cast) for Neuron; "
+                     help="default: fp32 for onnx/torch, fp16 for tensorrt, bf16 (matmul auto-cast) for Neuron; "
                           "int8 (onnx, opt-in) is kept only if it passes the score parity gate")
     opt.add_argument("--optimize", choices=("auto", "fusion", "none"), default="auto",
                      help="onnx: ONNX Runtime BERT fusion; auto fuses when the model allows it, fusion insists; "
                           "default: auto")
     opt.add_argument("--parity-data", type=Path, default=None,
-                     help="rows for the int8 gate (parquet/csv/jsonl): columns left,right for pair tasks, text for "
-                          "text-classification; default: built-in probe rows")
+                     help="rows for the int8 gate: the job's own input (duplicates: pair_id and left_<field>/"
+                          "right_<field> per --fields; intent: query), or columns left,right (pair tasks) or text; "
+                          "default: built-in probe rows")
+    opt.add_argument("--input-format", choices=FORMATS, default=None,
+                     help="of --parity-data, as the jobs' flag; default: from the path's suffix, else parquet")
+    opt.add_argument("--fields", type=_fields, default=Duplicates.fields,
+                     help="--parity-data of the duplicates job: its --fields; default: title,brand,description")
     opt.add_argument("--build", action="store_true",
                      help="tensorrt: build the plan for this machine's GPU now, check it and ship it in the artifact; "
                           "default: executors build on first use")
@@ -197,26 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--positive-label", type=int, default=None, help="pair-classification: index of the 'duplicate' class; default: last")
     opt.add_argument("--threshold", type=float, default=0.5, help="score >= threshold means duplicate; default: 0.5")
     opt.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="embedding task; default: mean")
+    opt.add_argument("--allow-untrained-head", action="store_true",
+                     help="write a classifier whose head transformers initialises at random (the checkpoint lacks "
+                          "it), for smoke tests only: the manifest records it and the jobs warn; default: refuse")
     return p
-
-
-def read_parity_rows(path: Path, task: str) -> list:
-    """Scored rows for the int8 gate: (left, right) pairs, or texts for text-classification."""
-    import pandas as pd
-
-    name = str(path).lower()
-    if name.endswith((".jsonl", ".json")):
-        frame = pd.read_json(path, lines=True)
-    elif name.endswith(".csv"):
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    else:
-        frame = pd.read_parquet(path)
-    columns = ["text"] if task == "text-classification" else ["left", "right"]
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"needs column(s) {columns} for a {task} artifact; missing {missing}")
-    frame = frame[columns].dropna().astype(str)
-    return frame["text"].tolist() if task == "text-classification" else list(zip(frame["left"], frame["right"]))
 
 
 def argv_without_out(argv: list[str] | None) -> list[str]:
@@ -247,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --build only applies to --backend tensorrt", file=sys.stderr)
         return 2
     try:
-        parity_rows = read_parity_rows(args.parity_data, args.task) if args.parity_data else None
+        parity_rows = (parity_data.read(args.parity_data, args.task, args.input_format, args.fields)
+                       if args.parity_data else None)
     except (OSError, ValueError) as e:
         print(f"error: --parity-data {args.parity_data}: {e}", file=sys.stderr)
         return 2
@@ -268,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             source={"model_dir": str(args.model.resolve()), "build_args": argv_without_out(argv)},
             precision=args.precision, options=Options(build=args.build, neuron_target=args.neuron_target),
             optimize=args.optimize if args.backend == "onnx" else "none", parity_rows=parity_rows,
+            allow_untrained_head=args.allow_untrained_head,
         )
     except EngineUnavailableError as e:  # the backend's compiler or hardware is not on this machine
         print(f"error: {e}", file=sys.stderr)
@@ -275,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ParityError, ArtifactError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    if manifest.untrained_head:
+        print(f"warning: {args.out} has a randomly initialised head ({', '.join(manifest.untrained_head)}), "
+              "recorded as untrained_head in its manifest", file=sys.stderr)
     print(json.dumps({"artifact": str(args.out), "model": manifest.model_id, "task": manifest.task,
                       "backend": manifest.backend, "parity": manifest.parity}))
     return 0

@@ -10,11 +10,16 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 class Classifier(torch.nn.Module):
-    """Sequence-classification model returning plain logits (no dicts for tracers)."""
+    """Sequence-classification model returning plain logits (no dicts for tracers).
 
-    def __init__(self, model: torch.nn.Module):
+    `untrained_weights` names the weights the checkpoint lacked, which transformers initialised
+    at random (an encoder without a task head): parity cannot see them, engines.compile refuses them.
+    """
+
+    def __init__(self, model: torch.nn.Module, untrained_weights: tuple[str, ...] = ()):
         super().__init__()
         self.model = model
+        self.untrained_weights = tuple(sorted(untrained_weights))
 
     def forward(self, input_ids, attention_mask, token_type_ids):
         out = self.model(input_ids=input_ids, attention_mask=attention_mask,
@@ -50,10 +55,11 @@ def load_reference(model_dir: Path, task: str, pooling: str = "mean") -> tuple[t
     if task == "embedding":
         encoder = AutoModel.from_pretrained(model_dir, attn_implementation="eager")
         return Embedder(encoder, pooling).eval(), []
-    model = AutoModelForSequenceClassification.from_pretrained(model_dir, attn_implementation="eager")
+    model, loading = AutoModelForSequenceClassification.from_pretrained(
+        model_dir, attn_implementation="eager", output_loading_info=True)
     id2label = model.config.id2label or {}
     labels = [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(model.config.num_labels)]
-    return Classifier(model).eval(), labels
+    return Classifier(model, tuple(loading["missing_keys"])).eval(), labels
 
 
 def example_inputs(batch: int = 2, seq: int = 16) -> tuple[torch.Tensor, ...]:

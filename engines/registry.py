@@ -16,19 +16,6 @@ ENGINES = {
     "neuron": "engines.neuron:NeuronEngine",
 }
 
-# Job backend -> artifact backends it can run. ONNX Runtime also runs any artifact that
-# carries model.onnx (a tensorrt artifact does): see resolve_backend.
-RUNS = {
-    "onnx": ("onnx",),
-    "torch": ("torchscript",),
-    "tensorrt": ("tensorrt",),
-    "neuronx": ("neuronx",),
-    "neuron": ("neuron",),
-}
-
-# Artifact backend -> the job backend `auto` picks when the hardware is there.
-NATURAL = {"onnx": "onnx", "torchscript": "torch", "tensorrt": "tensorrt", "neuronx": "neuronx", "neuron": "neuron"}
-
 # Job backend -> the accelerator it needs (engines.base.Device kind).
 ACCELERATOR = {"tensorrt": "cuda", "neuronx": "neuron", "neuron": "neuron"}
 _DEVICE_WORDS = {"cuda": "NVIDIA GPU", "neuron": "NeuronCore"}
@@ -47,9 +34,9 @@ def engine_class(backend: str):
 
 
 def _runs(backend: str, manifest: Manifest) -> bool:
-    if backend == "onnx" and "model.onnx" in manifest.files:
-        return True
-    return manifest.backend in RUNS.get(backend, ())
+    """An engine runs artifacts of its own backend; ONNX Runtime also any that carries model.onnx
+    (a tensorrt artifact does)."""
+    return backend == manifest.backend or (backend == "onnx" and "model.onnx" in manifest.files)
 
 
 def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
@@ -61,7 +48,7 @@ def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
     BackendFallbackWarning, only when no accelerator at all is there and the artifact carries
     model.onnx; anything else is an ArtifactError.
     """
-    backend = NATURAL.get(manifest.backend) if requested == "auto" else requested
+    backend = manifest.backend if requested == "auto" else requested
     if requested == "auto" and backend in ACCELERATOR:
         from engines import hardware as probe
 
@@ -81,8 +68,8 @@ def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
                 f"artifact {manifest.model_id} was compiled for backend {manifest.backend!r}, which needs a {what}, "
                 f"and none was found ({hw}); request one for the executors "
                 f"(spark.executor.resource.{probe.SPARK_RESOURCE[kind]}.amount), or {cpu}")
-    if backend is None or not _runs(backend, manifest):
-        runnable = sorted(b for b in RUNS if _runs(b, manifest))
+    if not _runs(backend, manifest):
+        runnable = sorted(b for b in ENGINES if _runs(b, manifest))
         raise ArtifactError(
             f"artifact {manifest.model_id} was compiled for backend {manifest.backend!r}; "
             f"--backend {requested} cannot run it (use one of {runnable or ['auto']})"

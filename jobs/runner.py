@@ -43,6 +43,7 @@ def open_model(cfg: JobConfig, workload) -> Manifest:
         raise _model_error(cfg, e) from None
     if manifest.task not in workload.tasks:
         raise io.InputError(f"--model {cfg.model} is a {manifest.task} artifact; this job needs one of {workload.tasks}")
+    manifest.warn_untrained_head()
     return manifest
 
 

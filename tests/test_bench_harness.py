@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bench import job_bench, limits, report
-from bench.run import TARGETS, job_texts, target
+from bench.run import COMMITTED, ROOT, TARGETS, job_texts, parse_args, target
 
 MINILM = {"layers": 6, "hidden": 384, "intermediate": 1536, "heads": 12}
 
@@ -97,3 +97,13 @@ def test_report_writes_json_markdown_and_plot(tmp_path):
     assert "load average 1.00 at start" in md
     assert (tmp_path / "results.json").is_file()
     assert (tmp_path / "results.png") in paths or not report.plot  # the plot needs matplotlib
+
+
+def test_bench_writes_scratch_results_unless_told_to_commit(monkeypatch, tmp_path):
+    monkeypatch.delenv("BENCH_QUICK", raising=False)
+    assert parse_args([]).out == ROOT / "out" / "bench" / "results"
+    assert parse_args(["--quick", "--work", str(tmp_path)]).out == tmp_path / "results"
+    assert parse_args(["--commit"]).out == COMMITTED == ROOT / "bench" / "results"
+    for flags in (["--commit", "--quick"], ["--commit", "--out", str(tmp_path)]):
+        with pytest.raises(SystemExit):
+            parse_args(flags)

@@ -9,7 +9,7 @@ from engines.artifact import open_artifact
 from engines.registry import engine_class
 
 
-@pytest.mark.parametrize("task, backend", [("pair-classification", "onnx"), ("pair-classification", "torchscript"),
+@pytest.mark.parametrize("task, backend", [("pair-classification", "onnx"), ("pair-classification", "torch"),
                                            ("embedding", "onnx"), ("text-classification", "onnx")])
 def test_compiled_artifact_records_parity_and_verifies(compile_artifact, task, backend):
     folder = compile_artifact(task, backend)
@@ -20,7 +20,7 @@ def test_compiled_artifact_records_parity_and_verifies(compile_artifact, task, b
         assert m.parity["min_cosine"] >= 0.9999 and m.output == "sentence_embedding" and m.pooling == "mean"
     else:
         assert m.parity["max_abs_diff"] <= 1e-4 and m.output == "logits"
-    assert "tokenizer/tokenizer.json" in m.files
+    assert "tokenizer/tokenizer.json" in m.files and m.untrained_head == ()
     assert m.buckets[-1][1] == 256 and all(b * s <= 4096 for b, s in m.buckets)
 
 
@@ -61,6 +61,36 @@ def test_failed_parity_writes_nothing_and_exits_1(tiny_models, tmp_path, monkeyp
     assert list(tmp_path.iterdir()) == []  # the work folder is cleaned up too
 
 
+@pytest.mark.parametrize("task", ["pair-classification", "text-classification"])
+def test_encoder_without_a_head_is_refused_as_a_classifier(tiny_models, tmp_path, capsys, task):
+    """A bare BertModel would get a random head and pass parity against it: refused, exit 1."""
+    out = tmp_path / "never"
+    assert compile_cli.main(["--model", str(tiny_models["embedding"]), "--task", task, "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"has no trained {task} head" in err and "classifier.bias, classifier.weight" in err
+    assert "--allow-untrained-head" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_allow_untrained_head_records_it_and_the_job_warns_once(tiny_models, tmp_path, capsys):
+    from jobs import runner
+    from jobs.cli import common_parser, config_from
+    from udfs.workloads import Duplicates
+
+    out = tmp_path / "smoke"
+    assert compile_cli.main(["--model", str(tiny_models["embedding"]), "--task", "pair-classification",
+                             "--out", str(out), "--allow-untrained-head"]) == 0
+    assert "randomly initialised head (classifier.bias, classifier.weight)" in capsys.readouterr().err
+    assert json.loads((out / "manifest.json").read_text())["untrained_head"] == ["classifier.bias", "classifier.weight"]
+    m = open_artifact(out)
+    assert m.untrained_head == ("classifier.bias", "classifier.weight") and m.parity["passed"] is True
+    args = common_parser("duplicates.py", "").parse_args(
+        ["--input", str(tmp_path / "in.parquet"), "--output", str(tmp_path / "o"), "--model", str(out)])
+    runner.plan(config_from(args, {}), Duplicates())
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1 and "--allow-untrained-head" in err and "classifier.weight" in err
+
+
 def test_bad_arguments_exit_2(tiny_models, tmp_path, capsys):
     assert compile_cli.main(["--model", str(tmp_path), "--task", "embedding", "--out", str(tmp_path / "x")]) == 2
     assert "not a Hugging Face model folder" in capsys.readouterr().err
@@ -78,16 +108,27 @@ def test_parse_buckets():
     assert compile_cli.default_buckets(100) == [(128, 32), (64, 64), (40, 100)]
 
 
-def test_torchscript_artifact_runs_on_torch_engine_only(compile_artifact):
+def test_torch_artifact_runs_on_torch_engine_only(compile_artifact):
     from engines.errors import ArtifactError
     from engines.registry import resolve_backend
 
-    m = open_artifact(compile_artifact("pair-classification", "torchscript"))
-    assert resolve_backend("auto", m) == "torch"
-    with pytest.raises(ArtifactError, match="compiled for backend 'torchscript'"):
+    folder = compile_artifact("pair-classification", "torch")
+    m = open_artifact(folder)
+    assert m.backend == "torch" and resolve_backend("auto", m) == "torch"
+    with pytest.raises(ArtifactError, match="compiled for backend 'torch'"):
         resolve_backend("onnx", m)
-    engine = engine_class("torch")(compile_artifact("pair-classification", "torchscript"), m).load()
+    engine = engine_class("torch")(folder, m).load()
     ids = np.array([[101, 2000, 102, 0]])
     out = engine.infer({"input_ids": ids, "attention_mask": (ids > 0).astype(int), "token_type_ids": ids * 0})
     assert out.shape == (1, 2)
-    assert json.loads((compile_artifact("pair-classification", "torchscript") / "manifest.json").read_text())["target"]["runtime"] == "torch"
+    assert json.loads((folder / "manifest.json").read_text())["target"]["runtime"] == "torch"
+
+
+def test_manifests_from_before_the_rename_say_torchscript_and_still_run(compile_artifact, artifact_copy):
+    from engines.registry import resolve_backend
+
+    folder = artifact_copy(compile_artifact("pair-classification", "torch"))
+    raw = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**raw, "backend": "torchscript"}))
+    m = open_artifact(folder)
+    assert m.backend == "torch" and resolve_backend("auto", m) == "torch"

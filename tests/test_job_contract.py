@@ -127,7 +127,7 @@ def test_jsonl_and_csv_inputs_with_absent_optional_fields(spark, model, write, t
 
 
 def test_torch_backend_end_to_end(spark, compile_artifact, write, tmp_path, capsys):
-    ts = compile_artifact("pair-classification", "torchscript")
+    ts = compile_artifact("pair-classification", "torch")
     rc, summary, _ = run_job(main, capsys, input=write(pairs_frame(15)), output=tmp_path / "t", model=ts, backend="torch",
                              run_date="2026-06-01")
     assert rc == 0 and summary["backend"] == "torch" and summary["ok"] == 15

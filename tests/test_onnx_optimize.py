@@ -114,6 +114,20 @@ def _gate_rows(tmp_path: Path) -> Path:
     return path
 
 
+def test_int8_gate_reads_the_jobs_own_input(tiny_models, tmp_path, monkeypatch):
+    """--parity-data as the duplicates job reads it: pair_id, left_/right_<field>, --fields, --input-format."""
+    monkeypatch.setattr(onnx_optimize, "quantize_int8",
+                        lambda src, dst: shutil.copy(src, dst) and {"method": "copy"})
+    rows = probes.scored_rows("embedding")
+    job_input = tmp_path / "pairs.data"  # no telling suffix: --input-format says what it is
+    pd.DataFrame({"pair_id": range(len(rows)), "left_name": [a for a, _ in rows],
+                  "right_name": [b for _, b in rows]}).to_json(job_input, orient="records", lines=True)
+    out = tmp_path / "ok"
+    assert _compile(tiny_models["embedding"], out, "embedding", "--precision", "int8", "--parity-data",
+                    str(job_input), "--input-format", "jsonl", "--fields", "name") == 0
+    assert open_artifact(out).parity["score_rows"] == len(rows)
+
+
 def test_int8_gate_passes_a_faithful_artifact(tiny_models, tmp_path, monkeypatch):
     # A stand-in "quantizer" that keeps fp32 weights: the gate must accept it, as int8.
     monkeypatch.setattr(onnx_optimize, "quantize_int8",
@@ -175,9 +189,9 @@ def test_int8_gate_refuses_a_bad_artifact_and_writes_nothing(sharp_models, tmp_p
 
 def test_int8_is_opt_in_and_onnx_only(tiny_models, compile_artifact, tmp_path, capsys):
     assert open_artifact(compile_artifact("embedding")).precision == "fp32"
-    assert _compile(tiny_models["embedding"], tmp_path / "ts", "embedding", "--backend", "torchscript",
+    assert _compile(tiny_models["embedding"], tmp_path / "ts", "embedding", "--backend", "torch",
                     "--precision", "int8") == 2
-    assert "--precision int8 is not available for --backend torchscript" in capsys.readouterr().err
+    assert "--precision int8 is not available for --backend torch" in capsys.readouterr().err
 
 
 def test_parity_data_needs_the_task_columns(tiny_models, tmp_path, capsys):
@@ -185,7 +199,8 @@ def test_parity_data_needs_the_task_columns(tiny_models, tmp_path, capsys):
     pd.DataFrame({"text": ["a", "b"]}).to_csv(bad, index=False)
     assert _compile(tiny_models["embedding"], tmp_path / "x", "embedding", "--precision", "int8",
                     "--parity-data", str(bad)) == 2
-    assert "needs column(s) ['left', 'right']" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "needs the duplicates job's left_<field>/right_<field> columns for --fields title,brand,description" in err
 
 
 def test_score_check_needs_enough_rows():

@@ -293,6 +293,58 @@ def test_dry_run_add_step_prints_the_spark_submit(aws, capsys) -> None:
     assert moto_support.emr_clusters() == {}
 
 
+def test_profiles_count_each_gpu_once(capsys) -> None:
+    assert main(["profiles"]) == 0
+    out = capsys.readouterr().out
+    assert "8 x A100 (sm80)" in out and "1 x T4 (sm75)" in out and "x 8x" not in out
+
+
+def _dry_runs(sources: dict[str, Path]) -> dict[str, list[str]]:
+    """One invocation of every sub-command, as a new user would type it from emr/README.md."""
+    vc = "vc0000000000000000000000a"
+    return {
+        "profiles": ["profiles"],
+        "package": ["package", "--dist", str(sources["dist"])],
+        "stage": ["stage", "--prefix", PREFIX, "--dist", str(sources["dist"]), "--jobs-dir",
+                  str(sources["jobs"]), "--model", str(sources["model"])],
+        "create-cluster": ["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS, "--wait"],
+        "add-step": _add_step_args("j-ANY", "--wait"),
+        "wait": ["wait", "--cluster-id", "j-ANY", "--step-id", "s-ANY"],
+        "terminate": ["terminate", "--cluster-id", "j-ANY"],
+        "eks-submit": _eks_args(vc, "--wait"),
+        "eks-wait": ["eks-wait", "--virtual-cluster-id", vc, "--job-run-id", "run-ANY"],
+    }
+
+
+def test_dry_run_covers_every_sub_command(sources) -> None:
+    from emr.cli import COMMANDS
+
+    assert set(_dry_runs(sources)) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", ["profiles", "package", "stage", "create-cluster", "add-step", "wait",
+                                     "terminate", "eks-submit", "eks-wait"])
+def test_every_sub_command_has_a_dry_run(command, aws, sources) -> None:
+    """`python -m emr <command> … --dry-run`: exit 0, no traceback, nothing sent, nothing built."""
+    env = {**os.environ, **moto_support.aws_env(aws.url), "PYTHONPATH": str(REPO)}
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        env.pop(key)  # a dry run needs no credentials
+    before = sorted(p.name for p in sources["dist"].iterdir())
+    aws.recorder.clear()
+    argv = _dry_runs(sources)[command]
+    if "--" in argv:  # job flags come last
+        i = argv.index("--")
+        argv = argv[:i] + ["--dry-run"] + argv[i:]
+    else:
+        argv = argv + ["--dry-run"]
+    done = subprocess.run([sys.executable, "-m", "emr", *argv], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "error:" not in done.stderr
+    assert "dry run:" in done.stderr
+    assert aws.recorder.requests == []
+    assert sorted(p.name for p in sources["dist"].iterdir()) == before
+
+
 # --- EMR on EKS ----------------------------------------------------------------------------------
 
 def _virtual_cluster() -> str:
