@@ -8,6 +8,7 @@ Output: pair_id, score, is_duplicate, model, status, error, truncated; partition
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -19,7 +20,7 @@ from jobs.cli import common_parser, config_from  # noqa: E402
 from udfs.workloads import Duplicates  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = common_parser("duplicates.py", __doc__.split("\n\n")[0])
     parser.add_argument("--fields", default="title,brand,description",
                         help="per-side fields joined in order into a side's text; the first is required; "
@@ -28,6 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threshold", type=float, default=None, help="is_duplicate = score >= this; default: the artifact's")
     parser.add_argument("--strict-fields", action="store_true",
                         help="every field's columns are required (exit 2 if one is absent); default: only the first's")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
     if not fields:
