@@ -101,7 +101,7 @@ def _default_s3_client() -> Any:
         from botocore.config import Config
     except ImportError as exc:  # executors that only read local artifacts never get here
         raise ArtifactStoreError(
-            "reading s3:// artifacts needs boto3; install accel-scoring[aws]"
+            "reading s3:// artifacts needs boto3: the aws extra (README.md, 'Installing on executors')"
         ) from exc
     return boto3.client("s3", config=Config(retries={"mode": "standard", "max_attempts": 5}))
 
