@@ -61,7 +61,7 @@ def read_examples(path: Path, split: str | None) -> tuple[list[str], list[str]]:
     return df["query"].astype(str).tolist(), df["intent"].astype(str).tolist()
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engines.centroid", description=__doc__.split("\n\n")[0])
     p.add_argument("--encoder", required=True, type=Path, help="Hugging Face sentence-encoder folder")
     p.add_argument("--examples", required=True, type=Path, help="CSV with columns intent, query (and optionally split)")
@@ -72,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-seq-len", type=int, default=64, help="queries are short; default: 64")
     p.add_argument("--name", default="intent-centroid")
     p.add_argument("--version", default="1")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
 
     from transformers import AutoTokenizer
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from engines import artifact, parity, parity_data
 from engines.errors import ArtifactError, EngineUnavailableError, ParityError
-from jobs.cli import FORMATS
+from jobs.cli import FORMATS, field_list
 from udfs.workloads import Duplicates
 
 DEFAULT_SEQS = (32, 64, 128, 256, 512)
@@ -179,13 +179,6 @@ def _read_labels(path: Path) -> list[str]:
     return [str(l) for l in labels]
 
 
-def _fields(text: str) -> tuple[str, ...]:
-    fields = tuple(f.strip() for f in text.split(",") if f.strip())
-    if not fields:
-        raise argparse.ArgumentTypeError("--fields needs at least one field")
-    return fields
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engines.compile", description=__doc__.split("\n\n")[0])
     req = p.add_argument_group("Required arguments")
@@ -208,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "default: built-in probe rows")
     opt.add_argument("--input-format", choices=FORMATS, default=None,
                      help="of --parity-data, as the jobs' flag; default: from the path's suffix, else parquet")
-    opt.add_argument("--fields", type=_fields, default=Duplicates.fields,
+    opt.add_argument("--fields", type=field_list, default=",".join(Duplicates.fields),
                      help="--parity-data of the duplicates job: its --fields; default: title,brand,description")
     opt.add_argument("--build", action="store_true",
                      help="tensorrt: build the plan for this machine's GPU now, check it and ship it in the artifact; "

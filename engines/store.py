@@ -133,7 +133,7 @@ def _default_s3_client() -> Any:
         import boto3
         from botocore.config import Config
     except ImportError as exc:  # executors that only read local artifacts never get here
-        raise ArtifactError("reading s3:// artifacts needs boto3: pip install boto3 (the project's aws extra)") from exc
+        raise ArtifactError("reading s3:// artifacts needs boto3: the aws extra (README.md, 'Installing on executors')") from exc
     return boto3.client("s3", config=Config(retries={"mode": "standard", "max_attempts": 5}))
 
 

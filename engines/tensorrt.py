@@ -28,8 +28,8 @@ from engines.base import Engine, EngineSpec
 from engines.errors import EngineUnavailableError, ParityError, TargetMismatchError
 from engines.hardware import cuda_ordinal
 
-INSTALL_HINT = ("install the GPU extra in the executors' Python: pip install torch \"$(ls dist/accel_scoring-*.whl)[gpu]\" "
-                "(the wheel from `make package`; tensorrt-cu12 10.x, a CUDA build of torch); see docs/accelerators.md")
+INSTALL_HINT = ("install the project's wheel with its gpu extra (tensorrt-cu12 10.x) in the executors' Python, "
+                "plus a CUDA build of torch: README.md, 'Installing on executors'")
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:

@@ -71,6 +71,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def field_list(text: str) -> tuple[str, ...]:
+    """`--fields title,brand` -> ("title", "brand"): the duplicates job's and compile's --fields."""
+    fields = tuple(f.strip() for f in text.split(",") if f.strip())
+    if not fields:
+        raise argparse.ArgumentTypeError("needs at least one field")
+    return fields
+
+
 def format_from_path(path: str) -> str:
     """The default --input-format: from the path's suffix, else parquet (a folder of part files)."""
     name = path.rstrip("/").lower()

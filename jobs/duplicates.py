@@ -8,6 +8,7 @@ Output: pair_id, score, is_duplicate, model, status, error, truncated; partition
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -15,23 +16,26 @@ if __package__ in (None, ""):  # run as a file by spark-submit or python: make t
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from jobs import runner  # noqa: E402
-from jobs.cli import common_parser, config_from  # noqa: E402
+from jobs.cli import common_parser, config_from, field_list  # noqa: E402
 from udfs.workloads import Duplicates  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = common_parser("duplicates.py", __doc__.split("\n\n")[0])
-    parser.add_argument("--fields", default="title,brand,description",
+    parser.add_argument("--fields", type=field_list, default=",".join(Duplicates.fields),
                         help="per-side fields joined in order into a side's text; the first is required; "
                              "default: title,brand,description")
     parser.add_argument("--id-column", default="pair_id", help="default: pair_id")
     parser.add_argument("--threshold", type=float, default=None, help="is_duplicate = score >= this; default: the artifact's")
     parser.add_argument("--strict-fields", action="store_true",
                         help="every field's columns are required (exit 2 if one is absent); default: only the first's")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
-    if not fields:
-        parser.error("--fields needs at least one field")
+    fields = args.fields
     workload = Duplicates(fields=fields, id_column=args.id_column, threshold=args.threshold,
                           strict_fields=args.strict_fields)
     cfg = config_from(args, {"fields": fields, "threshold": args.threshold, "strict_fields": args.strict_fields})

@@ -9,6 +9,7 @@ Input: `query_id`, `query` (names settable). Output: query_id, intent, confidenc
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -20,12 +21,16 @@ from jobs.cli import common_parser, config_from, positive_int  # noqa: E402
 from udfs.workloads import QueryIntent  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = common_parser("query_intent.py", __doc__.split("\n\n")[0])
     parser.add_argument("--top-k", type=positive_int, default=3, help="alternatives per query (clamped to the label count); default: 3")
     parser.add_argument("--id-column", default="query_id", help="default: query_id")
     parser.add_argument("--query-column", default="query", help="default: query")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     workload = QueryIntent(id_column=args.id_column, query_column=args.query_column, top_k=args.top_k)
     cfg = config_from(args, {"top_k": args.top_k})
     return runner.run(cfg, workload, "accel-scoring-query-intent")
