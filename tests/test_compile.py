@@ -86,7 +86,7 @@ def test_allow_untrained_head_records_it_and_the_job_warns_once(tiny_models, tmp
     assert m.untrained_head == ("classifier.bias", "classifier.weight") and m.parity["passed"] is True
     args = common_parser("duplicates.py", "").parse_args(
         ["--input", str(tmp_path / "in.parquet"), "--output", str(tmp_path / "o"), "--model", str(out)])
-    runner.plan(config_from(args, {}), Duplicates())
+    runner.open_model(config_from(args, {}), Duplicates())
     err = capsys.readouterr().err
     assert err.count("warning:") == 1 and "--allow-untrained-head" in err and "classifier.weight" in err
 

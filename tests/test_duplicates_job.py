@@ -87,7 +87,9 @@ def test_summary_counts_match_output(scored):
     assert s["ok"] == (res.status == "ok").sum() and s["invalid"] == (res.status == "invalid_input").sum()
     assert s["invalid_by_reason"] == {"null_id": 1, "duplicate_id": 2, "null_text": 1, "blank_text": 2}
     assert s["truncated"] == res.truncated.sum() >= 1
-    assert s["engine_loads"] >= 1 and s["devices"] == ["cpu"] and s["backend"] == "onnx"
+    # Python workers are reused, so an engine an earlier test loaded may still be cached.
+    assert s["engine_loads"] == sum(t["loaded"] for t in s["tasks"]) and s["devices"] == ["cpu"]
+    assert s["backend"] == "onnx"
     assert 0 < s["padding_efficiency"] <= 1 and s["real_tokens"] > 0
     assert s["model"] == f"tiny-{scored['task']}@7" and len(s["model_sha256"]) == 64
     assert {t["partition"] for t in s["tasks"]} == {0, 1, 2}

@@ -56,8 +56,7 @@ def _file_as_output(tmp_path, model, tiny_models):
 @pytest.mark.parametrize("mistake", [
     _missing_required_column,
     _optional_field_typo,
-    pytest.param(_hugging_face_folder_as_model,
-                 marks=pytest.mark.xfail(strict=False, reason="message lands with the driver branch")),
+    _hugging_face_folder_as_model,
     _odd_run_date,
     _file_as_output,
 ], ids=lambda f: f.__name__.strip("_"))

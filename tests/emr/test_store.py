@@ -67,7 +67,7 @@ def test_unknown_scheme_is_rejected(uri: str) -> None:
 
 def test_missing_boto3_is_an_artifact_error(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "boto3", None)  # import boto3 now raises ImportError
-    with pytest.raises(ArtifactError, match=r"needs boto3; install accel-scoring\[aws\]"):
+    with pytest.raises(ArtifactError, match=r"needs boto3: the aws extra"):
         open_manifest(f"s3://{BUCKET}/{PREFIX}")
 
 
