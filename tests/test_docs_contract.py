@@ -19,6 +19,7 @@ sub-commands that exist; every repository path the docs name exists; every `dist
 that `make package` builds; a local `artifacts/`, `data/` or `out/` path is an output of an
 earlier documented command in the same file; pip extras exist in pyproject.toml and the project
 is installed from the checkout or its wheel, never by its name (it is on no package index).
+A fenced block opened with ```text shows what a program prints, not commands, and is skipped.
 """
 from __future__ import annotations
 
@@ -245,12 +246,15 @@ def snippets(doc: Path) -> list[Snippet]:
     """Fenced blocks' lines (comments dropped, `\\` continuations joined) and inline code spans, in order."""
     text = doc.read_text()
     out = []
-    for match in re.finditer(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```|`([^`\n]+)`", text, re.S | re.M):
-        if match.group(1) is not None:
-            joined = re.sub(r"\\\n\s*", " ", match.group(1))
+    for match in re.finditer(r"^[ \t]*```([^\n]*)\n(.*?)^[ \t]*```|`([^`\n]+)`", text, re.S | re.M):
+        info, block, span = match.groups()
+        if block is not None and info.strip() == "text":
+            continue
+        if block is not None:
+            joined = re.sub(r"\\\n\s*", " ", block)
             out += [Snippet(doc, re.sub(r"(^|\s)#.*$", "", line), True) for line in joined.splitlines()]
         else:
-            out.append(Snippet(doc, match.group(2), False))
+            out.append(Snippet(doc, span, False))
     return [s for s in out if s.text.strip()]
 
 
