@@ -198,7 +198,7 @@ def check_roles(iam: Any, instance_profile: str, service_role: str) -> list[str]
         ("instance profile", lambda: iam.get_instance_profile(InstanceProfileName=instance_profile),
          instance_profile, "`aws emr create-default-roles` creates EMR_EC2_DefaultRole"),
         ("service role", lambda: iam.get_role(RoleName=service_role), service_role,
-         f"create {DEFAULT_SERVICE_ROLE} as emr/README.md 'IAM' shows"),
+         f"create {DEFAULT_SERVICE_ROLE} as emr/README.md 'Roles and IAM policies' shows"),
     ]
     for what, call, name, fix in checks:
         try:
