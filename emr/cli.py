@@ -249,7 +249,8 @@ def cmd_create_cluster(args: argparse.Namespace) -> int:
         for warning in cluster.check_roles(clients.iam, settings.instance_profile, settings.service_role):
             print(f"warning: {warning}", file=sys.stderr)
     cluster_id = cluster.create_cluster(clients.emr, request)
-    nodes = f"{settings.core_count(profile)} x {'/'.join(profile.fleet_types) if settings.fleet else profile.instance_type}"
+    types = "/".join(profile.fleet_types) if settings.fleet else profile.instance_type
+    nodes = f"{settings.core_count(profile)} x {types}"
     if settings.spot_task_count:
         nodes += f" + {settings.spot_task_count} Spot"
     _echo(f"cluster {cluster_id} ({profile.name}: {nodes}); logs under {args.log_uri}")

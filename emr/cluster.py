@@ -21,7 +21,7 @@ PYTHON_ENVS = ("archive", "bootstrap")
 ACTIVE_STATES = ("STARTING", "BOOTSTRAPPING", "RUNNING", "WAITING")
 ENDED_STATES = ("TERMINATING", "TERMINATED", "TERMINATED_WITH_ERRORS")
 # The current default roles: EMR_DefaultRole_V2 carries AmazonEMRServicePolicy_v2, which acts
-# only on resources tagged MANAGED_POLICY_TAG (emr/README.md, "IAM").
+# only on resources tagged MANAGED_POLICY_TAG (emr/README.md, "Roles and IAM policies").
 DEFAULT_SERVICE_ROLE = "EMR_DefaultRole_V2"
 DEFAULT_INSTANCE_PROFILE = "EMR_EC2_DefaultRole"
 MANAGED_POLICY_TAG = ("for-use-with-amazon-emr-managed-policies", "true")
@@ -61,10 +61,10 @@ def _check(settings: ClusterSettings) -> None:
     if not settings.fleet and len(settings.subnet_ids) > 1:
         raise EmrError("instance groups take one subnet; pass --fleet to let EMR choose among "
                        f"{len(settings.subnet_ids)} subnets", 2)
-    if settings.spot_task_count and not settings.fleet:
-        raise EmrError("Spot task nodes come with instance fleets: add --fleet", 2)
     if settings.spot_task_count < 0:
         raise EmrError(f"--spot-task-count must be 0 or more, got {settings.spot_task_count}", 2)
+    if settings.spot_task_count and not settings.fleet:
+        raise EmrError("Spot task nodes come with instance fleets: add --fleet", 2)
 
 
 def _bootstrap_actions(layout: L.Layout, settings: ClusterSettings) -> list[dict[str, Any]]:
