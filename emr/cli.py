@@ -186,7 +186,9 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
     for p in PROFILES.values():
         _echo(f"{p.name:6} {p.instance_type:14} {p.gpus_per_instance} x {p.gpu:16} "
-              f"executor {p.executor_cores} cores, {p.tasks_per_gpu} tasks/GPU  {p.description}")
+              f"executor {p.executor_cores} cores {p.executor_memory_mb // 1024}+"
+              f"{p.executor_memory_overhead_mb // 1024} GiB, {p.tasks_per_gpu} tasks/GPU, "
+              f"--fleet {'/'.join(p.fleet_types)}  {p.description}")
     return 0
 
 
