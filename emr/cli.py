@@ -28,7 +28,9 @@ from typing import Any, Callable, Sequence
 
 from emr import layout as L
 from emr.aws import Clients
+from emr.cluster import DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE
 from emr.errors import EmrError
+from emr.profiles import DEFAULT_RELEASE_LABEL
 
 L_REPO = Path(__file__).resolve().parent.parent  # the repository (jobs/, dist/) when run from a checkout
 _RUN_DATE_HELP = "YYYY-MM-DD (Airflow passes {{ ds }})"
@@ -103,12 +105,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefix", required=True, help="the staged prefix (scripts, package)")
     p.add_argument("--log-uri", required=True, help="s3://... for cluster and step logs")
     p.add_argument("--name", default="accel-scoring")
-    p.add_argument("--release-label", default=None, help="EMR release (default from emr.profiles)")
+    p.add_argument("--release-label", default=DEFAULT_RELEASE_LABEL,
+                   help="EMR 7 release (default %(default)s); emr-spark-8.* labels are refused")
     p.add_argument("--core-count", type=int, help="GPU core nodes (default from the profile)")
-    p.add_argument("--subnet-id")
+    p.add_argument("--fleet", action="store_true",
+                   help="instance fleets: the profile's GPU instance types in any --subnet-id, "
+                        "AM on core nodes")
+    p.add_argument("--spot-task-count", type=int, default=0,
+                   help="Spot GPU task nodes, with --fleet (default %(default)s)")
+    p.add_argument("--subnet-id", action="append", default=[],
+                   help="EC2 subnet; repeatable with --fleet (EMR picks one with capacity)")
     p.add_argument("--key-name")
-    p.add_argument("--instance-profile", default="EMR_EC2_DefaultRole")
-    p.add_argument("--service-role", default="EMR_DefaultRole")
+    p.add_argument("--instance-profile", default=DEFAULT_INSTANCE_PROFILE)
+    p.add_argument("--service-role", default=DEFAULT_SERVICE_ROLE)
     p.add_argument("--python-env", choices=("archive", "bootstrap"), default="archive",
                    help="archive: steps ship the venv-pack archive; bootstrap: install the wheel "
                         "on every node at start (for multi-GB CUDA stacks)")
@@ -177,7 +186,9 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
     for p in PROFILES.values():
         _echo(f"{p.name:6} {p.instance_type:14} {p.gpus_per_instance} x {p.gpu:16} "
-              f"executor {p.executor_cores} cores, {p.tasks_per_gpu} tasks/GPU  {p.description}")
+              f"executor {p.executor_cores} cores {p.executor_memory_mb // 1024}+"
+              f"{p.executor_memory_overhead_mb // 1024} GiB, {p.tasks_per_gpu} tasks/GPU, "
+              f"--fleet {'/'.join(p.fleet_types)}  {p.description}")
     return 0
 
 
@@ -222,14 +233,15 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 def cmd_create_cluster(args: argparse.Namespace) -> int:
     from emr import cluster
-    from emr.profiles import DEFAULT_RELEASE_LABEL, get_profile
+    from emr.profiles import get_profile
 
     profile = get_profile(args.profile)
     settings = cluster.ClusterSettings(
-        name=args.name, log_uri=args.log_uri, release_label=args.release_label or DEFAULT_RELEASE_LABEL,
-        core_instance_count=args.core_count, subnet_id=args.subnet_id, key_name=args.key_name,
+        name=args.name, log_uri=args.log_uri, release_label=args.release_label,
+        core_instance_count=args.core_count, subnet_ids=tuple(args.subnet_id), key_name=args.key_name,
         instance_profile=args.instance_profile, service_role=args.service_role,
         python_env=args.python_env, pip_extras=args.pip_extras, idle_timeout_s=args.idle_timeout,
+        fleet=args.fleet, spot_task_count=args.spot_task_count,
         tags=_conf(args.tag), extra_spark_defaults=_conf(args.conf),
     )
     layout = L.Layout.at(args.prefix)
@@ -239,8 +251,11 @@ def cmd_create_cluster(args: argparse.Namespace) -> int:
         for warning in cluster.check_roles(clients.iam, settings.instance_profile, settings.service_role):
             print(f"warning: {warning}", file=sys.stderr)
     cluster_id = cluster.create_cluster(clients.emr, request)
-    _echo(f"cluster {cluster_id} ({profile.name}: {settings.core_instance_count or profile.core_instance_count}"
-          f" x {profile.instance_type}); logs under {args.log_uri}")
+    types = "/".join(profile.fleet_types) if settings.fleet else profile.instance_type
+    nodes = f"{settings.core_count(profile)} x {types}"
+    if settings.spot_task_count:
+        nodes += f" + {settings.spot_task_count} Spot"
+    _echo(f"cluster {cluster_id} ({profile.name}: {nodes}); logs under {args.log_uri}")
     if args.wait and not args.dry_run:
         cluster.wait_for_cluster(clients.emr, cluster_id, poll_s=args.poll, timeout_s=args.timeout, echo=_echo)
     print(cluster_id)

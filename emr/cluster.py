@@ -1,7 +1,8 @@
 """EMR on EC2 GPU clusters: build the ``RunJobFlow`` request, check roles, create, describe, end.
 
 ``build_run_job_flow_request`` is pure (a profile and settings in, a new dict out); the other
-functions take a boto3 client.
+functions take a boto3 client. Capacity comes as instance groups (one core type, one subnet)
+or, with ``fleet=True``, instance fleets (several types and subnets, optional Spot task nodes).
 """
 
 from __future__ import annotations
@@ -12,12 +13,19 @@ from typing import Any, Callable, Mapping, Sequence
 
 from emr import layout as L
 from emr.errors import EmrError, explain_client_error
-from emr.profiles import DEFAULT_RELEASE_LABEL, GpuProfile, gpu_configurations
+from emr.profiles import (DEFAULT_RELEASE_LABEL, PLAN_CACHE_DIR, GpuProfile, check_release_label,
+                          gpu_configurations)
 
 BOOTSTRAP_VENV = "/opt/accel-scoring/venv"
 PYTHON_ENVS = ("archive", "bootstrap")
 ACTIVE_STATES = ("STARTING", "BOOTSTRAPPING", "RUNNING", "WAITING")
 ENDED_STATES = ("TERMINATING", "TERMINATED", "TERMINATED_WITH_ERRORS")
+# The current default roles: EMR_DefaultRole_V2 carries AmazonEMRServicePolicy_v2, which acts
+# only on resources tagged MANAGED_POLICY_TAG (emr/README.md, "Roles and IAM policies").
+DEFAULT_SERVICE_ROLE = "EMR_DefaultRole_V2"
+DEFAULT_INSTANCE_PROFILE = "EMR_EC2_DefaultRole"
+MANAGED_POLICY_TAG = ("for-use-with-amazon-emr-managed-policies", "true")
+SPOT_TIMEOUT_MINUTES = 20  # then the task fleet takes On-Demand instances instead
 
 
 @dataclass(frozen=True)
@@ -28,16 +36,101 @@ class ClusterSettings:
     log_uri: str
     release_label: str = DEFAULT_RELEASE_LABEL
     core_instance_count: int | None = None
-    subnet_id: str | None = None
+    subnet_ids: tuple[str, ...] = ()
     key_name: str | None = None
-    instance_profile: str = "EMR_EC2_DefaultRole"
-    service_role: str = "EMR_DefaultRole"
+    instance_profile: str = DEFAULT_INSTANCE_PROFILE
+    service_role: str = DEFAULT_SERVICE_ROLE
     python_env: str = "archive"
     pip_extras: str = "aws,gpu"
     idle_timeout_s: int = 3600
     keep_alive: bool = True
+    fleet: bool = False
+    spot_task_count: int = 0
     tags: Mapping[str, str] = field(default_factory=dict)
     extra_spark_defaults: Mapping[str, str] = field(default_factory=dict)
+
+    def core_count(self, profile: GpuProfile) -> int:
+        return self.core_instance_count or profile.core_instance_count
+
+
+def _check(settings: ClusterSettings) -> None:
+    """Refuse settings EMR would reject or that would not give the cluster we mean, before sending."""
+    if settings.python_env not in PYTHON_ENVS:
+        raise EmrError(f"python_env must be one of {PYTHON_ENVS}, got {settings.python_env!r}", 2)
+    check_release_label(settings.release_label)
+    if not settings.fleet and len(settings.subnet_ids) > 1:
+        raise EmrError("instance groups take one subnet; pass --fleet to let EMR choose among "
+                       f"{len(settings.subnet_ids)} subnets", 2)
+    if settings.spot_task_count < 0:
+        raise EmrError(f"--spot-task-count must be 0 or more, got {settings.spot_task_count}", 2)
+    if settings.spot_task_count and not settings.fleet:
+        raise EmrError("Spot task nodes come with instance fleets: add --fleet", 2)
+
+
+def _bootstrap_actions(layout: L.Layout, settings: ClusterSettings) -> list[dict[str, Any]]:
+    def action(name: str, script: str, *args: str) -> dict[str, Any]:
+        return {"Name": name, "ScriptBootstrapAction": {"Path": str(layout.script(script)), "Args": list(args)}}
+
+    actions = [action("yarn-gpu-cgroup-v1", L.CGROUP_BOOTSTRAP),
+               action("plan-cache-on-mnt", L.CACHE_DIR_BOOTSTRAP, PLAN_CACHE_DIR)]
+    if settings.python_env == "bootstrap":
+        actions.append(action("install-python-env", L.INSTALL_ENV_BOOTSTRAP,
+                              str(layout.prefix.join("package").as_prefix()), settings.pip_extras,
+                              BOOTSTRAP_VENV))
+    return actions
+
+
+def _data_volume(profile: GpuProfile) -> dict[str, Any]:
+    return {"EbsBlockDeviceConfigs": [
+        {"VolumeSpecification": {"VolumeType": "gp3", "SizeInGB": profile.ebs_gib}, "VolumesPerInstance": 1}]}
+
+
+def _instance_groups(profile: GpuProfile, settings: ClusterSettings) -> dict[str, Any]:
+    """One On-Demand primary and one On-Demand core group of the profile's instance type."""
+    groups = [
+        {"Name": "primary", "InstanceRole": "MASTER", "Market": "ON_DEMAND",
+         "InstanceType": profile.master_instance_type, "InstanceCount": 1},
+        {"Name": f"core-{profile.name}", "InstanceRole": "CORE", "Market": "ON_DEMAND",
+         "InstanceType": profile.instance_type, "InstanceCount": settings.core_count(profile),
+         "EbsConfiguration": _data_volume(profile)},
+    ]
+    out: dict[str, Any] = {"InstanceGroups": groups}
+    if settings.subnet_ids:
+        out["Ec2SubnetId"] = settings.subnet_ids[0]
+    return out
+
+
+def _instance_fleets(profile: GpuProfile, settings: ClusterSettings) -> dict[str, Any]:
+    """Primary and On-Demand core fleets, plus a Spot task fleet when asked for.
+
+    Core and task fleets may take any of ``profile.fleet_types`` (same GPU, one unit per node)
+    in any of the subnets, so one type or zone short of capacity (InsufficientInstanceCapacity,
+    common for g5/p4d/p5) does not stop the cluster. Core nodes stay On-Demand: they hold the
+    application masters (the drivers) and HDFS.
+    """
+    gpu_types = [{"InstanceType": t, "WeightedCapacity": 1, "EbsConfiguration": _data_volume(profile)}
+                 for t in profile.fleet_types]
+    on_demand = {"OnDemandSpecification": {"AllocationStrategy": "lowest-price"}}
+    fleets = [
+        {"Name": "primary", "InstanceFleetType": "MASTER", "TargetOnDemandCapacity": 1,
+         "InstanceTypeConfigs": [{"InstanceType": profile.master_instance_type}],
+         "LaunchSpecifications": on_demand},
+        {"Name": f"core-{profile.name}", "InstanceFleetType": "CORE",
+         "TargetOnDemandCapacity": settings.core_count(profile), "InstanceTypeConfigs": gpu_types,
+         "LaunchSpecifications": on_demand},
+    ]
+    if settings.spot_task_count:
+        fleets.append(
+            {"Name": f"task-{profile.name}-spot", "InstanceFleetType": "TASK",
+             "TargetSpotCapacity": settings.spot_task_count,
+             "InstanceTypeConfigs": [{**t, "BidPriceAsPercentageOfOnDemandPrice": 100.0} for t in gpu_types],
+             "LaunchSpecifications": {"SpotSpecification": {
+                 "AllocationStrategy": "price-capacity-optimized",
+                 "TimeoutDurationMinutes": SPOT_TIMEOUT_MINUTES, "TimeoutAction": "SWITCH_TO_ON_DEMAND"}}})
+    out: dict[str, Any] = {"InstanceFleets": fleets}
+    if settings.subnet_ids:
+        out["Ec2SubnetIds"] = list(settings.subnet_ids)
+    return out
 
 
 def build_run_job_flow_request(
@@ -46,76 +139,41 @@ def build_run_job_flow_request(
 ) -> dict[str, Any]:
     """The ``RunJobFlow`` request for a GPU cluster of ``profile``.
 
-    The cluster gets YARN GPU isolation, the cgroup v1 bootstrap EMR 7 needs, one GPU per
-    executor and, with ``python_env="bootstrap"``, a bootstrap action that installs the project
-    wheel (``pip_extras``) into ``/opt/accel-scoring/venv`` on every node.
+    The cluster gets YARN GPU isolation, the cgroup v1 bootstrap EMR 7 needs, one executor per
+    GPU (dynamic allocation off), a root volume big enough for a CUDA stack, the plan cache on
+    /mnt, the managed-policy tag and, with ``python_env="bootstrap"``, a bootstrap action that
+    installs the project wheel (``pip_extras``) into ``/opt/accel-scoring/venv`` on every node.
+
+    Raises:
+        EmrError: (exit 2) settings refused by ``_check``; nothing has been sent.
     """
-    if settings.python_env not in PYTHON_ENVS:
-        raise EmrError(f"python_env must be one of {PYTHON_ENVS}, got {settings.python_env!r}", 2)
+    _check(settings)
     extra_spark = dict(settings.extra_spark_defaults)
-    bootstrap = [
-        {
-            "Name": "yarn-gpu-cgroup-v1",
-            "ScriptBootstrapAction": {"Path": str(layout.script(L.CGROUP_BOOTSTRAP)), "Args": []},
-        }
-    ]
     if settings.python_env == "bootstrap":
-        bootstrap.append(
-            {
-                "Name": "install-python-env",
-                "ScriptBootstrapAction": {
-                    "Path": str(layout.script(L.INSTALL_ENV_BOOTSTRAP)),
-                    "Args": [str(layout.prefix.join("package").as_prefix()), settings.pip_extras,
-                             BOOTSTRAP_VENV],
-                },
-            }
-        )
         extra_spark.setdefault("spark.pyspark.python", f"{BOOTSTRAP_VENV}/bin/python")
         extra_spark.setdefault("spark.pyspark.driver.python", f"{BOOTSTRAP_VENV}/bin/python")
-    instances: dict[str, Any] = {
-        "InstanceGroups": [
-            {
-                "Name": "primary",
-                "InstanceRole": "MASTER",
-                "Market": "ON_DEMAND",
-                "InstanceType": profile.master_instance_type,
-                "InstanceCount": 1,
-            },
-            {
-                "Name": f"core-{profile.name}",
-                "InstanceRole": "CORE",
-                "Market": "ON_DEMAND",
-                "InstanceType": profile.instance_type,
-                "InstanceCount": settings.core_instance_count or profile.core_instance_count,
-                "EbsConfiguration": {
-                    "EbsBlockDeviceConfigs": [
-                        {"VolumeSpecification": {"VolumeType": "gp3", "SizeInGB": profile.ebs_gib},
-                         "VolumesPerInstance": 1}
-                    ]
-                },
-            },
-        ],
-        "KeepJobFlowAliveWhenNoSteps": settings.keep_alive,
-        "TerminationProtected": False,
-    }
-    if settings.subnet_id:
-        instances["Ec2SubnetId"] = settings.subnet_id
+    nodes = settings.core_count(profile) + settings.spot_task_count
+    instances = _instance_fleets(profile, settings) if settings.fleet else _instance_groups(profile, settings)
+    instances.update(KeepJobFlowAliveWhenNoSteps=settings.keep_alive, TerminationProtected=False)
     if settings.key_name:
         instances["Ec2KeyName"] = settings.key_name
+    tags = {"accel-scoring:profile": profile.name, **dict(sorted(settings.tags.items())),
+            MANAGED_POLICY_TAG[0]: MANAGED_POLICY_TAG[1]}
     request: dict[str, Any] = {
         "Name": settings.name,
         "LogUri": settings.log_uri,
         "ReleaseLabel": settings.release_label,
         "Applications": [{"Name": "Spark"}, {"Name": "Hadoop"}],
         "Instances": instances,
-        "Configurations": gpu_configurations(profile, extra_spark),
-        "BootstrapActions": bootstrap,
+        "EbsRootVolumeSize": profile.root_volume_gib,
+        "Configurations": gpu_configurations(profile, executors=nodes * profile.gpus_per_instance,
+                                             am_on_core=settings.fleet, extra_spark=extra_spark),
+        "BootstrapActions": _bootstrap_actions(layout, settings),
         "JobFlowRole": settings.instance_profile,
         "ServiceRole": settings.service_role,
         "VisibleToAllUsers": True,
         "StepConcurrencyLevel": 1,
-        "Tags": [{"Key": "accel-scoring:profile", "Value": profile.name}]
-        + [{"Key": k, "Value": v} for k, v in sorted(settings.tags.items())],
+        "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
     }
     if settings.keep_alive and settings.idle_timeout_s:
         # A forgotten cluster ends itself after this long with nothing to do.
@@ -136,21 +194,21 @@ def check_roles(iam: Any, instance_profile: str, service_role: str) -> list[str]
     from botocore.exceptions import ClientError
 
     warnings = []
-    checks: list[tuple[str, Callable[[], Any], str]] = [
+    checks: list[tuple[str, Callable[[], Any], str, str]] = [
         ("instance profile", lambda: iam.get_instance_profile(InstanceProfileName=instance_profile),
-         instance_profile),
-        ("service role", lambda: iam.get_role(RoleName=service_role), service_role),
+         instance_profile, "`aws emr create-default-roles` creates EMR_EC2_DefaultRole"),
+        ("service role", lambda: iam.get_role(RoleName=service_role), service_role,
+         f"create {DEFAULT_SERVICE_ROLE} as emr/README.md 'Roles and IAM policies' shows"),
     ]
-    for what, call, name in checks:
+    for what, call, name, fix in checks:
         try:
             call()
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code == "NoSuchEntity":
                 raise EmrError(
-                    f"invalid {what} {name!r}: it does not exist in this account. Create the "
-                    "default EMR roles with `aws emr create-default-roles`, or pass an existing "
-                    f"one with --{what.replace(' ', '-')}"
+                    f"invalid {what} {name!r}: it does not exist in this account ({fix}), or "
+                    f"pass an existing one with --{what.replace(' ', '-')}"
                 ) from exc
             if code in ("AccessDenied", "AccessDeniedException"):
                 warnings.append(f"could not check {what} {name!r} (no iam:Get* permission)")

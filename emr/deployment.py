@@ -9,8 +9,9 @@ Variable ``accel_scoring`` (JSON)::
       "prefix": "s3://bucket/accel-scoring/v1/",        # what `python -m emr stage` uploaded
       "log_uri": "s3://bucket/emr-logs/",
       "profile": "g5", "core_count": 2,                  # EMR on EC2 (optional: defaults)
-      "subnet_id": "subnet-...", "instance_profile": "EMR_EC2_DefaultRole",
-      "service_role": "EMR_DefaultRole", "python_env": "archive", "release_label": "emr-7.13.0",
+      "subnet_id": "subnet-..." (or a list, with "fleet": true), "fleet": false,
+      "spot_task_count": 0, "instance_profile": "EMR_EC2_DefaultRole",
+      "service_role": "EMR_DefaultRole_V2", "python_env": "archive", "release_label": "emr-7.14.0",
       "cluster_id": "j-...",                             # the existing-cluster DAG only
       "jobs": {
         "duplicates":   {"input": "s3://.../pairs/", "output": "s3://.../duplicates/",
@@ -31,7 +32,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from emr import layout as L
-from emr.cluster import ClusterSettings, build_run_job_flow_request
+from emr.cluster import (DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE, ClusterSettings,
+                         build_run_job_flow_request)
 from emr.eks import DEFAULT_EKS_RELEASE_LABEL, EksSettings, build_start_job_run_request
 from emr.errors import EmrError
 from emr.profiles import DEFAULT_RELEASE_LABEL, get_profile
@@ -71,6 +73,12 @@ def job_request(settings: Mapping[str, Any], job: str, run_date: str) -> JobRequ
                       tuple(str(a) for a in spec.get("args", ())))
 
 
+def _subnets(value: str | list[str] | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 def cluster_request(settings: Mapping[str, Any], *, dag_run: str = "") -> dict[str, Any]:
     """``RunJobFlow`` for the DAG's cluster: kept alive for its steps, ended by the DAG."""
     _require(settings, "prefix", "log_uri")
@@ -79,9 +87,11 @@ def cluster_request(settings: Mapping[str, Any], *, dag_run: str = "") -> dict[s
         log_uri=settings["log_uri"],
         release_label=settings.get("release_label") or DEFAULT_RELEASE_LABEL,
         core_instance_count=int(settings["core_count"]) if settings.get("core_count") else None,
-        subnet_id=settings.get("subnet_id"),
-        instance_profile=settings.get("instance_profile") or "EMR_EC2_DefaultRole",
-        service_role=settings.get("service_role") or "EMR_DefaultRole",
+        subnet_ids=_subnets(settings.get("subnet_id")),
+        fleet=bool(settings.get("fleet")),
+        spot_task_count=int(settings.get("spot_task_count") or 0),
+        instance_profile=settings.get("instance_profile") or DEFAULT_INSTANCE_PROFILE,
+        service_role=settings.get("service_role") or DEFAULT_SERVICE_ROLE,
         python_env=settings.get("python_env") or "archive",
         tags={"accel-scoring:dag-run": dag_run} if dag_run else {},
     )

@@ -23,6 +23,7 @@ ENV_ARCHIVE = "accel-scoring-env.tar.gz"
 ENV_ALIAS = "environment"  # spark.archives ...#environment -> ./environment/bin/python
 CGROUP_BOOTSTRAP = "gpu-cgroup-bootstrap.sh"
 INSTALL_ENV_BOOTSTRAP = "install-python-env.sh"
+CACHE_DIR_BOOTSTRAP = "node-cache-dir.sh"
 NEURON_DISCOVERY = "get_neuroncores.py"
 EXECUTOR_POD_TEMPLATE = "executor-pod-template.yaml"
 DRIVER_POD_TEMPLATE = "driver-pod-template.yaml"

@@ -63,7 +63,7 @@ def roles(aws) -> None:
     import boto3
 
     iam = boto3.client("iam")
-    iam.create_role(RoleName="EMR_DefaultRole", AssumeRolePolicyDocument="{}")
+    iam.create_role(RoleName="EMR_DefaultRole_V2", AssumeRolePolicyDocument="{}")
     iam.create_role(RoleName="EMR_EC2_DefaultRole", AssumeRolePolicyDocument="{}")
     iam.create_instance_profile(InstanceProfileName="EMR_EC2_DefaultRole")
 
@@ -178,7 +178,10 @@ def test_create_cluster_sends_the_gpu_profile(staged, roles, capsys) -> None:
 
     cluster_id = _create_cluster(capsys, "--core-count", "3", "--tag", "team=search")
     cluster = boto3.client("emr").describe_cluster(ClusterId=cluster_id)["Cluster"]
-    assert cluster["Name"] == "nightly" and cluster["ReleaseLabel"] == "emr-7.13.0"
+    assert cluster["Name"] == "nightly" and cluster["ReleaseLabel"] == "emr-7.14.0"
+    assert cluster["ServiceRole"] == "EMR_DefaultRole_V2"
+    assert cluster["EbsRootVolumeSize"] == 100
+    assert {"Key": "for-use-with-amazon-emr-managed-policies", "Value": "true"} in cluster["Tags"]
     classifications = {c["Classification"]: c for c in cluster["Configurations"]}
     assert classifications["spark-defaults"]["Properties"]["spark.task.resource.gpu.amount"] == "0.5"
     assert classifications["yarn-site"]["Properties"]["yarn.resource-types"] == "yarn.io/gpu"
@@ -188,6 +191,36 @@ def test_create_cluster_sends_the_gpu_profile(staged, roles, capsys) -> None:
     actions = boto3.client("emr").list_bootstrap_actions(ClusterId=cluster_id)["BootstrapActions"]
     assert actions[0]["ScriptPath"] == PREFIX + "scripts/gpu-cgroup-bootstrap.sh"
     assert {"Key": "team", "Value": "search"} in cluster["Tags"]
+
+
+def test_create_cluster_with_fleets_over_subnets_and_spot_tasks(staged, roles, capsys) -> None:
+    """moto accepts the fleet request but does not model fleets: the request is checked as sent."""
+    import boto3
+
+    fleet = ["--fleet", "--subnet-id", "subnet-a", "--subnet-id", "subnet-b", "--spot-task-count", "2"]
+    cluster_id = _create_cluster(capsys, *fleet)
+    cluster = boto3.client("emr").describe_cluster(ClusterId=cluster_id)["Cluster"]
+    assert {"Key": "for-use-with-amazon-emr-managed-policies", "Value": "true"} in cluster["Tags"]
+    assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS, "--dry-run",
+                 *fleet]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    sent = [x["params"] for x in lines if x["operation"] == "RunJobFlow"][0]
+    fleets = {f["InstanceFleetType"]: f for f in sent["Instances"]["InstanceFleets"]}
+    assert sent["Instances"]["Ec2SubnetIds"] == ["subnet-a", "subnet-b"]
+    assert fleets["CORE"]["TargetOnDemandCapacity"] == 2 and fleets["TASK"]["TargetSpotCapacity"] == 2
+    assert [t["InstanceType"] for t in fleets["CORE"]["InstanceTypeConfigs"]] == \
+        ["g5.2xlarge", "g5.4xlarge", "g5.8xlarge"]
+    yarn = {c["Classification"]: c for c in sent["Configurations"]}["yarn-site"]["Properties"]
+    assert yarn["yarn.node-labels.am.default-node-label-expression"] == "CORE"
+
+
+def test_emr_8_release_label_is_refused_before_sending(aws, roles, capsys) -> None:
+    aws.recorder.clear()
+    code = main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS,
+                 "--release-label", "emr-spark-8.0.0"])
+    assert code == 2
+    assert "the Spark 4 issue" in capsys.readouterr().err
+    assert aws.recorder.requests == []
 
 
 def test_create_cluster_with_an_invalid_instance_profile(staged, roles, capsys) -> None:

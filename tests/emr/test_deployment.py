@@ -27,6 +27,15 @@ def test_cluster_request_uses_profile_and_count() -> None:
     assert {"Key": "accel-scoring:dag-run", "Value": "scheduled__2026"} in request["Tags"]
 
 
+def test_cluster_request_takes_fleets_subnet_lists_spot_and_the_v2_role() -> None:
+    request = cluster_request({**SETTINGS, "fleet": True, "subnet_id": ["subnet-a", "subnet-b"],
+                               "spot_task_count": 2})
+    assert request["Instances"]["Ec2SubnetIds"] == ["subnet-a", "subnet-b"]
+    assert [f["InstanceFleetType"] for f in request["Instances"]["InstanceFleets"]] == ["MASTER", "CORE", "TASK"]
+    assert request["ServiceRole"] == "EMR_DefaultRole_V2"
+    assert cluster_request({**SETTINGS, "subnet_id": "subnet-a"})["Instances"]["Ec2SubnetId"] == "subnet-a"
+
+
 def test_steps_for_both_jobs_in_order_with_the_run_date() -> None:
     steps = scoring_steps(SETTINGS, "2026-11-01")
     assert [s["Name"] for s in steps] == ["score-duplicates-2026-11-01", "score-query_intent-2026-11-01"]

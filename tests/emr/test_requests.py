@@ -8,7 +8,7 @@ from emr import layout as L
 from emr.cluster import ClusterSettings, build_run_job_flow_request
 from emr.eks import EksSettings, build_start_job_run_request
 from emr.errors import EmrError
-from emr.profiles import PROFILES, get_profile
+from emr.profiles import PROFILES, fits_on_node, get_profile
 from emr.steps import JobRequest, build_step, spark_submit_args
 
 LAYOUT = L.Layout.at("s3://deploy/accel/v1")
@@ -50,6 +50,79 @@ def test_every_profile_builds_a_valid_gpu_cluster_request(name: str) -> None:
         "s3://deploy/accel/v1/scripts/gpu-cgroup-bootstrap.sh"
 
 
+def _tags(request: dict) -> dict:
+    return {t["Key"]: t["Value"] for t in request["Tags"]}
+
+
+@pytest.mark.parametrize("name", list(PROFILES))
+def test_every_profile_fits_its_executors_and_a_driver_on_one_node(name: str) -> None:
+    assert fits_on_node(get_profile(name)) == []
+
+
+@pytest.mark.parametrize("name", list(PROFILES))
+def test_gpu_cluster_has_disk_tags_roles_and_one_executor_per_gpu(name: str) -> None:
+    profile = get_profile(name)
+    request = build_run_job_flow_request(profile, LAYOUT, ClusterSettings("c", "s3://logs/", core_instance_count=3))
+    assert 15 < request["EbsRootVolumeSize"] <= 100  # EMR's default 15 GiB; at most 100
+    assert request["ReleaseLabel"] == "emr-7.14.0"
+    assert request["ServiceRole"] == "EMR_DefaultRole_V2" and request["JobFlowRole"] == "EMR_EC2_DefaultRole"
+    assert _tags(request)["for-use-with-amazon-emr-managed-policies"] == "true"
+    assert _tags(request)["accel-scoring:profile"] == name
+    spark = _conf_of(request, "spark-defaults")
+    assert spark["spark.dynamicAllocation.enabled"] == "false"
+    assert spark["spark.executor.instances"] == str(3 * profile.gpus_per_instance)
+    assert spark["spark.executorEnv.ACCEL_SCORING_CACHE"] == "/mnt/accel-scoring-cache"
+    assert spark["spark.yarn.appMasterEnv.ACCEL_SCORING_CACHE"] == "/mnt/accel-scoring-cache"
+    yarn = _conf_of(request, "yarn-site")
+    assert yarn["yarn.nodemanager.resource.memory-mb"] == yarn["yarn.scheduler.maximum-allocation-mb"]
+    assert "yarn.node-labels.enabled" not in yarn  # instance groups: no task nodes, AM on core anyway
+    cache = request["BootstrapActions"][1]["ScriptBootstrapAction"]
+    assert cache == {"Path": "s3://deploy/accel/v1/scripts/node-cache-dir.sh", "Args": ["/mnt/accel-scoring-cache"]}
+
+
+def test_fleet_spreads_core_over_types_and_subnets_with_spot_tasks_and_the_am_on_core() -> None:
+    profile = get_profile("g5")
+    settings = ClusterSettings("c", "s3://logs/", fleet=True, subnet_ids=("subnet-a", "subnet-b"),
+                               core_instance_count=2, spot_task_count=3)
+    request = build_run_job_flow_request(profile, LAYOUT, settings)
+    _validate("emr", "RunJobFlow", request)
+    instances = request["Instances"]
+    assert "InstanceGroups" not in instances and "Ec2SubnetId" not in instances
+    assert instances["Ec2SubnetIds"] == ["subnet-a", "subnet-b"]
+    fleets = {f["InstanceFleetType"]: f for f in instances["InstanceFleets"]}
+    core, task = fleets["CORE"], fleets["TASK"]
+    assert core["TargetOnDemandCapacity"] == 2 and "TargetSpotCapacity" not in core
+    assert [t["InstanceType"] for t in core["InstanceTypeConfigs"]] == ["g5.2xlarge", "g5.4xlarge", "g5.8xlarge"]
+    assert core["LaunchSpecifications"]["OnDemandSpecification"]["AllocationStrategy"] == "lowest-price"
+    assert task["TargetSpotCapacity"] == 3 and "TargetOnDemandCapacity" not in task
+    spot = task["LaunchSpecifications"]["SpotSpecification"]
+    assert spot["AllocationStrategy"] == "price-capacity-optimized"
+    assert spot["TimeoutAction"] == "SWITCH_TO_ON_DEMAND"
+    assert {t["InstanceType"] for t in task["InstanceTypeConfigs"]} == set(profile.fleet_types)
+    yarn = _conf_of(request, "yarn-site")
+    assert yarn["yarn.node-labels.enabled"] == "true"
+    assert yarn["yarn.node-labels.am.default-node-label-expression"] == "CORE"
+    assert _conf_of(request, "spark-defaults")["spark.executor.instances"] == "5"  # 2 core + 3 Spot GPUs
+
+
+def test_fleet_without_spot_has_no_task_fleet() -> None:
+    request = build_run_job_flow_request(get_profile("p5"), LAYOUT, ClusterSettings("c", "s3://logs/", fleet=True))
+    _validate("emr", "RunJobFlow", request)
+    assert [f["InstanceFleetType"] for f in request["Instances"]["InstanceFleets"]] == ["MASTER", "CORE"]
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(subnet_ids=("subnet-a", "subnet-b")), "instance groups take one subnet; pass --fleet"),
+    (dict(spot_task_count=2), "Spot task nodes come with instance fleets"),
+    (dict(release_label="emr-spark-8.0.0"), "EMR 8 .Spark 4.*the Spark 4 issue"),
+    (dict(release_label="emr-6.15.0"), "not EMR 7"),
+])
+def test_settings_refused_before_anything_is_sent(settings: dict, message: str) -> None:
+    with pytest.raises(EmrError, match=message) as caught:
+        build_run_job_flow_request(get_profile("g5"), LAYOUT, ClusterSettings("c", "s3://logs/", **settings))
+    assert caught.value.exit_code == 2
+
+
 def test_requests_are_new_dicts_each_time() -> None:
     profile = get_profile("g5")
     first = build_run_job_flow_request(profile, LAYOUT, ClusterSettings("c", "s3://logs/"))
@@ -62,7 +135,7 @@ def test_bootstrap_python_env_installs_wheel_and_points_spark_at_it() -> None:
     request = build_run_job_flow_request(
         get_profile("p4d"), LAYOUT, ClusterSettings("c", "s3://logs/", python_env="bootstrap"))
     _validate("emr", "RunJobFlow", request)
-    action = request["BootstrapActions"][1]["ScriptBootstrapAction"]
+    action = request["BootstrapActions"][-1]["ScriptBootstrapAction"]
     assert action["Path"].endswith("/scripts/install-python-env.sh")
     assert action["Args"][0] == "s3://deploy/accel/v1/package/"
     assert _conf_of(request, "spark-defaults")["spark.pyspark.python"] == "/opt/accel-scoring/venv/bin/python"
