@@ -20,7 +20,7 @@ Variable ``accel_scoring`` (JSON)::
       "eks": {"virtual_cluster_id": "...", "execution_role_arn": "arn:aws:iam::...:role/...",
               "image": "....dkr.ecr....amazonaws.com/accel-scoring-neuron:1",
               "release_label": "emr-7.13.0-latest", "log_uri": "s3://bucket/eks-logs/", "executors": 2,
-              "instance_type": "inf2.xlarge"}
+              "instance_type": "inf2.xlarge", "executor_scheduler": "my-scheduler"}
     }
 
 DAG params (set when triggering) override ``profile``, ``core_count`` and ``cluster_id``, and
@@ -110,6 +110,7 @@ def eks_job_runs(settings: Mapping[str, Any], run_date: str, *, token_prefix: st
         image=eks["image"], release_label=eks.get("release_label") or DEFAULT_EKS_RELEASE_LABEL,
         log_uri=eks.get("log_uri"), executor_instances=int(eks.get("executors", 2)),
         instance_type=eks.get("instance_type") or DEFAULT_INSTANCE_TYPE,
+        executor_scheduler=eks.get("executor_scheduler"),
     )
     layout = L.Layout.at(settings["prefix"])
     return {

@@ -44,6 +44,9 @@ class EksSettings:
     log_uri: str | None = None
     executor_instances: int = 2
     instance_type: str = DEFAULT_INSTANCE_TYPE
+    # The Neuron scheduler extension's scheduler (its Helm chart names it my-scheduler on EKS):
+    # with it the device plugin sets NEURON_RT_VISIBLE_CORES; None keeps the default scheduler.
+    executor_scheduler: str | None = None
     extra_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -75,6 +78,8 @@ def neuron_spark_conf(layout: L.Layout, settings: EksSettings) -> dict[str, str]
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.dynamicAllocation.enabled": "false",
     }
+    if settings.executor_scheduler:
+        conf["spark.kubernetes.executor.scheduler.name"] = settings.executor_scheduler
     conf.update(settings.extra_conf)
     return conf
 

@@ -115,3 +115,14 @@ def test_an_unsized_instance_type_is_refused() -> None:
         EksSettings("vc", "arn:aws:iam::1:role/r", "img:1", instance_type="inf1.xlarge")
     assert caught.value.exit_code == 2
 
+
+def test_executor_scheduler_is_set_for_executors_only() -> None:
+    settings = EksSettings("vc", "arn:aws:iam::1:role/r", "img:1", executor_scheduler="my-scheduler")
+    conf = build_start_job_run_request(LAYOUT, JOB, settings)["configurationOverrides"][
+        "applicationConfiguration"][0]["properties"]
+    assert conf["spark.kubernetes.executor.scheduler.name"] == "my-scheduler"
+    assert "spark.kubernetes.scheduler.name" not in conf and "spark.kubernetes.driver.scheduler.name" not in conf
+    default = build_start_job_run_request(LAYOUT, JOB, EksSettings("vc", "arn:aws:iam::1:role/r", "img:1"))
+    assert not any("scheduler" in k for k in default["configurationOverrides"]["applicationConfiguration"][0][
+        "properties"])
+
