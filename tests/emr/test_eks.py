@@ -126,3 +126,25 @@ def test_executor_scheduler_is_set_for_executors_only() -> None:
     assert not any("scheduler" in k for k in default["configurationOverrides"]["applicationConfiguration"][0][
         "properties"])
 
+
+def test_eksctl_node_groups_match_the_templates() -> None:
+    config = yaml.safe_load((K8S / "eksctl-cluster.yaml").read_text())
+    groups = {g["name"]: g for g in config["managedNodeGroups"]}
+    assert groups["inf2"]["instanceType"] in INF2 and groups["general"]["instanceType"] not in INF2
+    (toleration,) = _template(L.EXECUTOR_POD_TEMPLATE)["spec"]["tolerations"]
+    assert groups["inf2"]["taints"] == [{"key": toleration["key"], "value": "true", "effect": toleration["effect"]}]
+    assert "taints" not in groups["general"]
+
+
+def test_job_execution_role_policies() -> None:
+    import json
+
+    trust = json.loads((K8S / "iam" / "job-execution-trust-policy.json").read_text())
+    (statement,) = trust["Statement"]
+    assert statement["Principal"] == {"Service": "elasticmapreduce.amazonaws.com"}
+    policy = {s["Sid"]: s for s in json.loads((K8S / "iam" / "job-execution-policy.json").read_text())["Statement"]}
+    assert policy["ReadStagedCodeModelsAndInput"]["Action"] == ["s3:GetObject"]
+    writes = policy["WriteOutputsAndLogs"]
+    assert "s3:PutObject" in writes["Action"] and "s3:DeleteObject" in writes["Action"]  # partition overwrite
+    assert all(r.startswith("arn:aws:s3:::BUCKET/") and r.endswith("/*") for r in writes["Resource"])
+    assert not any("*" in s["Action"] or s["Action"] == "s3:*" for s in policy.values())
