@@ -109,6 +109,17 @@ def test_neuroncore_discovery_script_trusts_the_granted_core_or_an_exact_count(f
     assert json.loads(whole_device.stdout) == {"name": "neuroncore", "addresses": ["0", "1"]}
 
 
+def test_neuroncore_discovery_script_explains_a_neuron_ls_without_the_old_json_flag(fake_tools):
+    bin_dir = fake_tools()
+    tool = bin_dir / "neuron-ls"
+    tool.write_text("#!/bin/sh\necho 'error: unrecognized option -j' >&2\nexit 2\n")
+    tool.chmod(0o755)
+    done = _run_script("get_neuroncores.py")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "neuron-ls -j failed (2): error: unrecognized option -j" in done.stderr
+    assert "2.34" in done.stderr and "scheduler extension" in done.stderr
+
+
 def test_neuroncore_discovery_script_reads_the_variable_eks_submit_sets():
     from emr.eks import EXECUTOR_NEURONCORES_ENV
 

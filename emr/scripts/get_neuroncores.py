@@ -62,7 +62,9 @@ def cores_from_tool():
                       "is the Neuron driver and aws-neuronx-tools installed on this node?")
     done = subprocess.run([tool, "-j"], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        return None, f"neuron-ls -j failed ({done.returncode}): {done.stderr.strip()}"
+        return None, (f"neuron-ls -j failed ({done.returncode}): {done.stderr.strip()} (Neuron 2.34 and later "
+                      "dropped -j; with the Neuron scheduler extension NEURON_RT_VISIBLE_CORES is set and "
+                      "neuron-ls is not needed)")
     addresses = from_neuron_ls(done.stdout)
     asked = os.environ.get(EXECUTOR_NEURONCORES, "").strip()
     if asked and len(addresses) > int(asked):
