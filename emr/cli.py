@@ -31,6 +31,7 @@ from emr.aws import Clients
 from emr.cluster import DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE
 from emr.errors import EmrError
 from emr.profiles import DEFAULT_RELEASE_LABEL
+from emr.k8s.sizing import DEFAULT_INSTANCE_TYPE, INF2
 
 L_REPO = Path(__file__).resolve().parent.parent  # the repository (jobs/, dist/) when run from a checkout
 _RUN_DATE_HELP = "YYYY-MM-DD (Airflow passes {{ ds }})"
@@ -157,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--release-label", default="emr-7.13.0-latest")
     p.add_argument("--log-uri", help="s3://... for driver and executor logs")
     p.add_argument("--executors", type=int, default=2, help="executors, one NeuronCore each")
+    p.add_argument("--instance-type", default=DEFAULT_INSTANCE_TYPE, choices=sorted(INF2),
+                   help="the inf2 size executors are sized for and pinned to (default %(default)s)")
+    p.add_argument("--executor-scheduler", metavar="NAME",
+                   help="Kubernetes scheduler for executors: the Neuron scheduler extension's (my-scheduler), "
+                        "which makes the device plugin name each executor's NeuronCore")
     p.add_argument("--client-token", help="idempotency token (same token, same job run)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--wait", action="store_true")
@@ -333,7 +339,8 @@ def cmd_eks_submit(args: argparse.Namespace) -> int:
     settings = eks.EksSettings(
         virtual_cluster_id=args.virtual_cluster_id, execution_role_arn=args.execution_role_arn,
         image=args.image, release_label=args.release_label, log_uri=args.log_uri,
-        executor_instances=args.executors, extra_conf=_conf(args.conf),
+        executor_instances=args.executors, instance_type=args.instance_type,
+        executor_scheduler=args.executor_scheduler, extra_conf=_conf(args.conf),
     )
     request = eks.build_start_job_run_request(layout, job, settings, client_token=args.client_token)
     clients = _clients(args)

@@ -20,7 +20,8 @@ Variable ``accel_scoring`` (JSON)::
       },
       "eks": {"virtual_cluster_id": "...", "execution_role_arn": "arn:aws:iam::...:role/...",
               "image": "....dkr.ecr....amazonaws.com/accel-scoring-neuron:1",
-              "release_label": "emr-7.13.0-latest", "log_uri": "s3://bucket/eks-logs/", "executors": 2}
+              "release_label": "emr-7.13.0-latest", "log_uri": "s3://bucket/eks-logs/", "executors": 2,
+              "instance_type": "inf2.xlarge", "executor_scheduler": "my-scheduler"}
     }
 
 DAG params (set when triggering) override ``profile``, ``core_count`` and ``cluster_id``, and
@@ -36,6 +37,7 @@ from emr.cluster import (DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE, Cluster
                          build_run_job_flow_request)
 from emr.eks import DEFAULT_EKS_RELEASE_LABEL, EksSettings, build_start_job_run_request
 from emr.errors import EmrError
+from emr.k8s.sizing import DEFAULT_INSTANCE_TYPE
 from emr.profiles import DEFAULT_RELEASE_LABEL, get_profile
 from emr.steps import JobRequest, build_step
 
@@ -117,6 +119,8 @@ def eks_job_runs(settings: Mapping[str, Any], run_date: str, *, token_prefix: st
         virtual_cluster_id=eks["virtual_cluster_id"], execution_role_arn=eks["execution_role_arn"],
         image=eks["image"], release_label=eks.get("release_label") or DEFAULT_EKS_RELEASE_LABEL,
         log_uri=eks.get("log_uri"), executor_instances=int(eks.get("executors", 2)),
+        instance_type=eks.get("instance_type") or DEFAULT_INSTANCE_TYPE,
+        executor_scheduler=eks.get("executor_scheduler"),
     )
     layout = L.Layout.at(settings["prefix"])
     return {

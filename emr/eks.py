@@ -6,8 +6,11 @@ The image (emr/k8s/Dockerfile) carries the Neuron runtime, torch-neuronx and the
 dependencies; the code comes from the staged ``--py-files`` zip, as on EMR on EC2.
 
 Spark asks Kubernetes for ``aws.amazon.com/neuroncore`` because the resource ``neuroncore`` has
-vendor ``aws.amazon.com``; the device plugin then sets ``NEURON_RT_VISIBLE_CORES`` in the
-executor container, and the discovery script reports that core to Spark.
+vendor ``aws.amazon.com``. The device plugin mounts the whole Neuron device (two cores on inf2);
+only with the Neuron scheduler extension is ``NEURON_RT_VISIBLE_CORES`` documented to name the
+granted core. The discovery script reports that core, and refuses to guess when the variable is
+missing and it sees more cores than ``EXECUTOR_NEURONCORES_ENV`` says the executor asked for:
+two executors on one device would otherwise both claim core 0.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any, Callable, Mapping
 
 from emr import layout as L
 from emr.errors import EmrError, explain_client_error
+from emr.k8s.sizing import DEFAULT_INSTANCE_TYPE, INF2
 from emr.steps import JobRequest
 
 DEFAULT_EKS_RELEASE_LABEL = "emr-7.13.0-latest"
@@ -26,6 +30,9 @@ IMAGE_PYTHON = "/opt/accel-scoring/venv/bin/python"
 IMAGE_DISCOVERY_SCRIPT = f"/opt/accel-scoring/{L.NEURON_DISCOVERY}"
 JOB_FAILED_STATES = ("FAILED", "CANCELLED")
 JOB_ACTIVE_STATES = ("PENDING", "SUBMITTED", "RUNNING", "CANCEL_PENDING")
+# Read by emr/scripts/get_neuroncores.py: how many NeuronCores this executor asked Spark for.
+EXECUTOR_NEURONCORES_ENV = "ACCEL_SCORING_EXECUTOR_NEURONCORES"
+NEURONCORES_PER_EXECUTOR = "1"  # a NeuronCore serves one process: one core, one task per executor
 
 
 @dataclass(frozen=True)
@@ -36,33 +43,43 @@ class EksSettings:
     release_label: str = DEFAULT_EKS_RELEASE_LABEL
     log_uri: str | None = None
     executor_instances: int = 2
-    executor_cores: int = 2
-    executor_memory: str = "6g"
-    neuroncores_per_executor: int = 1
+    instance_type: str = DEFAULT_INSTANCE_TYPE
+    # The Neuron scheduler extension's scheduler (its Helm chart names it my-scheduler on EKS):
+    # with it the device plugin sets NEURON_RT_VISIBLE_CORES; None keeps the default scheduler.
+    executor_scheduler: str | None = None
     extra_conf: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.instance_type not in INF2:
+            raise EmrError(f"no executor sizing for {self.instance_type!r}; one of {sorted(INF2)} "
+                           "(emr/k8s/sizing.py)", exit_code=2)
 
 
 def neuron_spark_conf(layout: L.Layout, settings: EksSettings) -> dict[str, str]:
-    """Spark settings for Neuron executors on EKS (one NeuronCore each, no sharing)."""
+    """Spark settings for Neuron executors on EKS: one NeuronCore and one task each, sized to fit the node."""
     conf = {
         "spark.kubernetes.container.image": settings.image,
         "spark.kubernetes.executor.podTemplateFile": str(layout.eks(L.EXECUTOR_POD_TEMPLATE)),
         "spark.kubernetes.driver.podTemplateFile": str(layout.eks(L.DRIVER_POD_TEMPLATE)),
         "spark.executor.instances": str(settings.executor_instances),
-        "spark.executor.cores": str(settings.executor_cores),
-        "spark.executor.memory": settings.executor_memory,
-        "spark.executor.resource.neuroncore.amount": str(settings.neuroncores_per_executor),
+        **INF2[settings.instance_type].spark_conf(),
+        # One task slot (one Python worker) per executor; the CPU request above, not
+        # spark.executor.cores, is what the tokenizer and the runtime's host threads get.
+        "spark.executor.cores": "1",
+        "spark.task.cpus": "1",
+        "spark.executor.resource.neuroncore.amount": NEURONCORES_PER_EXECUTOR,
         "spark.executor.resource.neuroncore.vendor": "aws.amazon.com",
         "spark.executor.resource.neuroncore.discoveryScript": IMAGE_DISCOVERY_SCRIPT,
-        # A NeuronCore cannot be shared between processes: one task (one Python worker) per core.
-        "spark.task.resource.neuroncore.amount": "1",
-        "spark.task.cpus": str(settings.executor_cores),
+        f"spark.executorEnv.{EXECUTOR_NEURONCORES_ENV}": NEURONCORES_PER_EXECUTOR,
+        "spark.task.resource.neuroncore.amount": NEURONCORES_PER_EXECUTOR,
         "spark.pyspark.python": IMAGE_PYTHON,
         "spark.pyspark.driver.python": IMAGE_PYTHON,
         "spark.python.worker.reuse": "true",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.dynamicAllocation.enabled": "false",
     }
+    if settings.executor_scheduler:
+        conf["spark.kubernetes.executor.scheduler.name"] = settings.executor_scheduler
     conf.update(settings.extra_conf)
     return conf
 

@@ -87,6 +87,45 @@ def test_neuroncore_discovery_script_prefers_the_device_plugins_cores(fake_tools
     assert json.loads(done.stdout) == {"name": "neuroncore", "addresses": ["4", "5", "9"]}
 
 
+@pytest.mark.parametrize("canned", ["neuron-ls-inf2-xlarge.json", "neuron-ls-inf2-24xlarge.json"])
+def test_neuroncore_discovery_script_refuses_to_guess_an_executors_core(fake_tools, canned):
+    """A pod granted one core sees its whole device; without NEURON_RT_VISIBLE_CORES it must not pick one."""
+    from emr.eks import EXECUTOR_NEURONCORES_ENV
+
+    fake_tools(neuron_ls=(CANNED / canned).read_text())
+    done = _run_script("get_neuroncores.py", {EXECUTOR_NEURONCORES_ENV: "1"})
+    assert done.returncode == 1 and done.stdout == ""
+    assert "asked for 1 NeuronCore(s) but sees" in done.stderr and "0,1" in done.stderr
+    assert "NEURON_RT_VISIBLE_CORES is unset" in done.stderr and "scheduler extension" in done.stderr
+
+
+def test_neuroncore_discovery_script_trusts_the_granted_core_or_an_exact_count(fake_tools):
+    from emr.eks import EXECUTOR_NEURONCORES_ENV
+
+    fake_tools(neuron_ls=(CANNED / "neuron-ls-inf2-xlarge.json").read_text())
+    granted = _run_script("get_neuroncores.py", {EXECUTOR_NEURONCORES_ENV: "1", "NEURON_RT_VISIBLE_CORES": "1"})
+    assert json.loads(granted.stdout) == {"name": "neuroncore", "addresses": ["1"]}
+    whole_device = _run_script("get_neuroncores.py", {EXECUTOR_NEURONCORES_ENV: "2"})
+    assert json.loads(whole_device.stdout) == {"name": "neuroncore", "addresses": ["0", "1"]}
+
+
+def test_neuroncore_discovery_script_explains_a_neuron_ls_without_the_old_json_flag(fake_tools):
+    bin_dir = fake_tools()
+    tool = bin_dir / "neuron-ls"
+    tool.write_text("#!/bin/sh\necho 'error: unrecognized option -j' >&2\nexit 2\n")
+    tool.chmod(0o755)
+    done = _run_script("get_neuroncores.py")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "neuron-ls -j failed (2): error: unrecognized option -j" in done.stderr
+    assert "2.34" in done.stderr and "scheduler extension" in done.stderr
+
+
+def test_neuroncore_discovery_script_reads_the_variable_eks_submit_sets():
+    from emr.eks import EXECUTOR_NEURONCORES_ENV
+
+    assert f'EXECUTOR_NEURONCORES = "{EXECUTOR_NEURONCORES_ENV}"' in (SCRIPTS / "get_neuroncores.py").read_text()
+
+
 def test_neuroncore_discovery_script_fails_loudly_without_tools(fake_tools):
     fake_tools()
     done = _run_script("get_neuroncores.py")

@@ -6,9 +6,16 @@ Prints Spark's ResourceInformation JSON: {"name": "neuroncore", "addresses": ["0
 Where the cores come from, in order:
 1. NEURON_RT_VISIBLE_CORES ("3", "0-1", "0,2-3"): on Kubernetes the Neuron device plugin sets it
    to the cores granted to this container, so those are the executor's cores.
+   With the Neuron scheduler extension the device plugin sets it (the extension's documented flow);
+   without the extension nothing promises it.
 2. `neuron-ls -j` (PATH, then /opt/aws/neuron/bin): every device's `neuroncore_ids`; tools that
    number cores per device are renumbered consecutively from each device's `nc_count`.
-Exits 1 with a message on stderr when neither is available. Needs only Python 3's stdlib.
+   A Kubernetes container sees its whole Neuron device (two cores on inf2) although it was granted
+   one core, so when ACCEL_SCORING_EXECUTOR_NEURONCORES (set by `python -m emr eks-submit`) says
+   the executor asked for fewer cores than it sees, the script refuses: guessing would let two
+   executors on one device both take core 0. A standalone Spark worker (the variable unset) owns
+   the machine and reports every core.
+Exits 1 with a message on stderr when no answer is certain. Needs only Python 3's stdlib.
 """
 import json
 import os
@@ -17,6 +24,7 @@ import subprocess
 import sys
 
 NEURON_LS_FALLBACK = "/opt/aws/neuron/bin/neuron-ls"
+EXECUTOR_NEURONCORES = "ACCEL_SCORING_EXECUTOR_NEURONCORES"  # emr/eks.py EXECUTOR_NEURONCORES_ENV
 
 
 def expand(text):
@@ -40,21 +48,36 @@ def from_neuron_ls(text):
     return [str(i) for i in range(total)]
 
 
+AMBIGUOUS = ("this executor asked for {asked} NeuronCore(s) but sees {seen} ({ids}) and "
+             "NEURON_RT_VISIBLE_CORES is unset, so nothing says which one is its own; two executors on "
+             "one device would take the same core. Install the Neuron scheduler extension, which makes "
+             "the device plugin set NEURON_RT_VISIBLE_CORES (emr/README.md, Running on Inferentia)")
+
+
+def cores_from_tool():
+    """(addresses, None) from neuron-ls, or (None, why not)."""
+    tool = shutil.which("neuron-ls") or (NEURON_LS_FALLBACK if os.access(NEURON_LS_FALLBACK, os.X_OK) else None)
+    if tool is None:
+        return None, ("neither NEURON_RT_VISIBLE_CORES nor neuron-ls is available; "
+                      "is the Neuron driver and aws-neuronx-tools installed on this node?")
+    done = subprocess.run([tool, "-j"], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return None, (f"neuron-ls -j failed ({done.returncode}): {done.stderr.strip()} (Neuron 2.34 and later "
+                      "dropped -j; with the Neuron scheduler extension NEURON_RT_VISIBLE_CORES is set and "
+                      "neuron-ls is not needed)")
+    addresses = from_neuron_ls(done.stdout)
+    asked = os.environ.get(EXECUTOR_NEURONCORES, "").strip()
+    if asked and len(addresses) > int(asked):
+        return None, AMBIGUOUS.format(asked=asked, seen=len(addresses), ids=",".join(addresses))
+    return addresses, None
+
+
 def main():
     visible = os.environ.get("NEURON_RT_VISIBLE_CORES", "").strip()
-    if visible:
-        addresses = expand(visible)
-    else:
-        tool = shutil.which("neuron-ls") or (NEURON_LS_FALLBACK if os.access(NEURON_LS_FALLBACK, os.X_OK) else None)
-        if tool is None:
-            print("get_neuroncores.py: neither NEURON_RT_VISIBLE_CORES nor neuron-ls is available; "
-                  "is the Neuron driver and aws-neuronx-tools installed on this node?", file=sys.stderr)
-            return 1
-        done = subprocess.run([tool, "-j"], capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            print(f"get_neuroncores.py: neuron-ls -j failed ({done.returncode}): {done.stderr.strip()}", file=sys.stderr)
-            return 1
-        addresses = from_neuron_ls(done.stdout)
+    addresses, problem = (expand(visible), None) if visible else cores_from_tool()
+    if problem:
+        print(f"get_neuroncores.py: {problem}", file=sys.stderr)
+        return 1
     print(json.dumps({"name": "neuroncore", "addresses": addresses}))
     return 0
 

@@ -415,7 +415,8 @@ def test_eks_submit_requests_neuroncores_and_waits(staged, capsys) -> None:
     vc = _virtual_cluster()
     stop = _finish_job_runs({})
     try:
-        code = main(_eks_args(vc, "--wait", "--", "--backend", "neuronx", "--top-k", "3"))
+        code = main(_eks_args(vc, "--wait", "--instance-type", "inf2.24xlarge", "--executors", "12",
+                              "--executor-scheduler", "my-scheduler", "--", "--backend", "neuronx", "--top-k", "3"))
     finally:
         stop.set()
     out = capsys.readouterr().out
@@ -425,6 +426,9 @@ def test_eks_submit_requests_neuroncores_and_waits(staged, capsys) -> None:
     job = moto_support.job_runs()[run_id]
     props = job.configuration_overrides["applicationConfiguration"][0]["properties"]
     assert props["spark.executor.resource.neuroncore.vendor"] == "aws.amazon.com"
+    assert props["spark.kubernetes.executor.node.selector.node.kubernetes.io/instance-type"] == "inf2.24xlarge"
+    assert props["spark.executor.instances"] == "12" and props["spark.executor.memoryOverhead"] == "8192m"
+    assert props["spark.kubernetes.executor.scheduler.name"] == "my-scheduler"
     assert job.job_driver["sparkSubmitJobDriver"]["entryPointArguments"][-4:] == \
         ["--backend", "neuronx", "--top-k", "3"]
 

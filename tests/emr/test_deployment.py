@@ -58,3 +58,12 @@ def test_eks_job_runs_per_job() -> None:
     assert list(runs) == ["duplicates", "query_intent"]
     assert runs["query_intent"]["jobDriver"]["sparkSubmitJobDriver"]["entryPoint"] == \
         "s3://deploy/v1/jobs/query_intent.py"
+
+
+def test_eks_job_runs_take_the_inf2_size_and_scheduler() -> None:
+    eks = {"virtual_cluster_id": "vc", "execution_role_arn": "arn:aws:iam::1:role/r", "image": "img:1",
+           "instance_type": "inf2.8xlarge", "executor_scheduler": "my-scheduler"}
+    props = eks_job_runs({**SETTINGS, "eks": eks}, "2026-11-01")["duplicates"]["configurationOverrides"][
+        "applicationConfiguration"][0]["properties"]
+    assert props["spark.kubernetes.executor.node.selector.node.kubernetes.io/instance-type"] == "inf2.8xlarge"
+    assert props["spark.kubernetes.executor.scheduler.name"] == "my-scheduler"

@@ -1,0 +1,1 @@
+"""The Kubernetes side of EMR on EKS: pod templates (YAML), the Neuron image, executor sizing."""
