@@ -83,9 +83,7 @@ class EnvInfo:
         return majors
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["modules"] = list(self.modules)
-        return d
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "EnvInfo":

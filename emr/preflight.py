@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from engines.artifact import Manifest
 from engines.errors import ArtifactError, TargetMismatchError
 from emr.envinfo import EnvInfo
+from emr.errors import EmrError
 from emr.profiles import GpuProfile
 
 
@@ -50,11 +51,14 @@ def _version(text: str) -> tuple[int, ...]:
 
 def admits(specifier: str, version: str) -> bool:
     """Whether a requirement specifier (``>=3.5,<3.6``) admits ``version``; enough for pyspark's."""
-    ops = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-           "<": lambda a, b: a < b, "==": lambda a, b: a[:len(b)] == b, "!=": lambda a, b: a[:len(b)] != b}
+    ops = {"~=": lambda a, b: a >= b and a[:len(b) - 1] == b[:-1], ">=": lambda a, b: a >= b,
+           "<=": lambda a, b: a <= b, "==": lambda a, b: a[:len(b)] == b, "!=": lambda a, b: a[:len(b)] != b,
+           ">": lambda a, b: a > b, "<": lambda a, b: a < b}
     have = _version(version)
     for part in filter(None, (p.strip() for p in specifier.split(","))):
-        op = next(o for o in (">=", "<=", "==", "!=", ">", "<") if part.startswith(o))
+        op = next((o for o in ops if part.startswith(o)), None)
+        if op is None:
+            raise EmrError(f"cannot read the environment's pyspark requirement {specifier!r}", exit_code=2)
         if not ops[op](have, _version(part[len(op):].rstrip(".*"))):
             return False
     return True

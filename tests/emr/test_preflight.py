@@ -188,6 +188,16 @@ def test_dry_run_reads_nothing(tmp_path, capsys) -> None:
     assert code == 0 and captured.out.startswith("would check ") and "dry run: nothing was read" in captured.err
 
 
+@pytest.mark.parametrize("spec, version, expected", [
+    (">=3.5,<3.6", "3.5.0", True), (">=3.5,<3.6", "4.0.0", False), ("<3.6,>=3.5", "3.4.0", False),
+    ("~=3.5", "3.9.0", True), ("~=3.5.0", "3.6.0", False), ("==3.5.*", "3.5.0", True), ("!=3.5.1", "3.5.0", True),
+])
+def test_admits_reads_pyspark_requirements(spec, version, expected) -> None:
+    from emr.preflight import admits
+
+    assert admits(spec, version) is expected
+
+
 # --- the manifest beside the archive -------------------------------------------------------------
 
 def test_manifest_is_used_only_for_the_archive_it_describes(tmp_path) -> None:
