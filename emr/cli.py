@@ -238,17 +238,33 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_staged_env(clients: Clients, layout: L.Layout, backend: str, archive_head: dict[str, Any],
+def _artifact_backend(clients: Clients, model: str) -> str | None:
+    """An S3 artifact's own backend, which ``--backend auto`` runs on GPU executors (engines/registry.py)."""
+    from engines.errors import ArtifactError
+    from engines.store import open_manifest
+
+    try:
+        return open_manifest(model, s3_client=clients.s3).backend
+    except ArtifactError:  # the job's driver explains a broken artifact itself
+        return None
+
+
+def _check_staged_env(clients: Clients, layout: L.Layout, job: Any, archive_head: dict[str, Any],
                       dry_run: bool) -> None:
-    """Refuse a step whose ``--backend`` the staged environment cannot run, before it is added."""
+    """Refuse a step whose backend the staged environment cannot run, before it is added."""
     from emr import envinfo
 
-    if backend not in envinfo.BACKEND_MODULES:
-        return
+    backend, label = job.backend, ""
     if dry_run:  # a dry run reads nothing back
-        _echo(f"would check that {layout.env_manifest} lists {' and '.join(envinfo.BACKEND_MODULES[backend])}")
+        if backend in envinfo.BACKEND_MODULES:
+            _echo(f"would check that {layout.env_manifest} lists {' and '.join(envinfo.BACKEND_MODULES[backend])}")
         return
-    envinfo.require_backend(envinfo.staged(clients.s3, layout, archive_head), backend, str(layout.env_archive))
+    if backend == "auto" and job.model.startswith("s3://"):
+        backend = _artifact_backend(clients, job.model) or "auto"
+        label = f"--backend auto (artifact {job.model} is a {backend} build)"
+    if backend in envinfo.BACKEND_MODULES:
+        envinfo.require_backend(envinfo.staged(clients.s3, layout, archive_head), backend,
+                                str(layout.env_archive), label)
 
 
 def _gpu_env_warning(clients: Clients, layout: L.Layout) -> str | None:
@@ -350,7 +366,7 @@ def cmd_add_step(args: argparse.Namespace) -> int:
     require_object(clients.s3, layout.pyfiles, hint)
     if args.python_env == "archive":
         archive = require_object(clients.s3, layout.env_archive, hint)
-        _check_staged_env(clients, layout, job.backend, archive, args.dry_run)
+        _check_staged_env(clients, layout, job, archive, args.dry_run)
     (step_id,) = steps.add_steps(clients.emr, args.cluster_id, [step])
     folder = steps.step_log_folder(info.get("LogUri"), args.cluster_id, step_id)
     _echo(f"step {step_id} added to {args.cluster_id}; logs: {folder or 'no LogUri on the cluster'}")

@@ -245,10 +245,12 @@ def cluster(aws, s3, tmp_path, capsys) -> str:
     return capsys.readouterr().out.strip().splitlines()[-1]
 
 
-def _add_step(cluster_id: str, backend: str) -> int:
+def _add_step(cluster_id: str, backend: str | None) -> int:
+    """add-step with ``-- --backend backend``, or with no job flags (the jobs' auto) for None."""
     return main(["add-step", "--cluster-id", cluster_id, "--prefix", PREFIX, "--job", "duplicates",
                  "--input", "s3://data/pairs/", "--output", "s3://data/scores/",
-                 "--model", PREFIX + "models/pairs-trt/1/", "--run-date", "2026-11-01", "--", "--backend", backend])
+                 "--model", PREFIX + "models/pairs-trt/1/", "--run-date", "2026-11-01",
+                 *(["--", "--backend", backend] if backend else [])])
 
 
 def _steps(cluster_id: str) -> list:
@@ -288,6 +290,19 @@ def test_add_step_refuses_an_archive_it_cannot_vouch_for(cluster, s3, tmp_path, 
     assert _add_step(cluster, "tensorrt") == 1
     assert "describes another archive than s3://deploy/accel/v1/env/accel-scoring-env.tar.gz" in capsys.readouterr().err
     assert _steps(cluster) == []
+
+
+def test_add_step_resolves_auto_from_the_staged_artifact(cluster, s3, tmp_path, capsys) -> None:
+    _stage(s3, tmp_path / "dist", BASE)
+    assert _add_step(cluster, None) == 0  # no artifact there yet: the job's driver will say so
+    manifest = write_artifact(tmp_path / "pairs-trt") / "manifest.json"
+    s3.put_object(Bucket="deploy", Key="accel/v1/models/pairs-trt/1/manifest.json", Body=manifest.read_bytes())
+    capsys.readouterr()
+    assert _add_step(cluster, None) == 2
+    assert capsys.readouterr().err.startswith(
+        "error: --backend auto (artifact s3://deploy/accel/v1/models/pairs-trt/1/ is a tensorrt build) needs torch "
+        "and tensorrt, which s3://deploy/accel/v1/env/accel-scoring-env.tar.gz lacks")
+    assert len(_steps(cluster)) == 1  # only the first
 
 
 def test_create_cluster_warns_when_tensorrt_steps_would_be_refused(cluster, s3, tmp_path, capsys) -> None:
