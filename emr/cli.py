@@ -4,6 +4,7 @@ Sub-commands::
 
     profiles          list GPU cluster profiles
     package           build dist/: wheel, --py-files zip, venv-pack environment archive
+    preflight         check a GPU run offline: environment archive, artifact, profile, release
     stage             upload jobs, package, environment, scripts and a model to an S3 prefix
     create-cluster    create a GPU cluster from a profile
     add-step          add a scoring step (command-runner.jar spark-submit ...), optionally wait
@@ -15,8 +16,10 @@ Sub-commands::
 Every AWS sub-command takes ``--endpoint-url`` (or ``AWS_ENDPOINT_URL``), ``--region``,
 ``--aws-profile`` and ``--dry-run`` (print each request as a JSON line instead of sending it;
 the wait commands describe once and do not poll). ``package --dry-run`` lists what it would
-build; ``profiles`` sends nothing, so its ``--dry-run`` changes nothing.
-Exit codes: 0 ok; 1 an AWS call or a step failed; 2 bad arguments or local input.
+build; ``profiles`` sends nothing, so its ``--dry-run`` changes nothing; ``preflight --dry-run``
+lists its checks and reads nothing.
+Exit codes: 0 ok; 1 an AWS call or a step failed, or preflight found a problem; 2 bad arguments
+or local input.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from emr.cluster import DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE
 from emr.errors import EmrError
 from emr.profiles import DEFAULT_RELEASE_LABEL
 from emr.k8s.sizing import DEFAULT_INSTANCE_TYPE, INF2
+from jobs.cli import BACKENDS as JOB_BACKENDS
 
 L_REPO = Path(__file__).resolve().parent.parent  # the repository (jobs/, dist/) when run from a checkout
 _RUN_DATE_HELP = "YYYY-MM-DD (Airflow passes {{ ds }})"
@@ -92,6 +96,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dist", type=Path, default=L_REPO / "dist")
     p.add_argument("--no-env", action="store_true", help="skip the venv-pack archive")
     p.add_argument("--extras", default="aws", help="extras installed in the environment (default %(default)s)")
+
+    p = sub.add_parser("preflight", help="check a GPU run offline: environment, artifact, profile, release",
+                       parents=[_dry_run("list the checks and read nothing (preflight sends nothing anyway)")])
+    p.add_argument("--profile", required=True, help="GPU profile: see `python -m emr profiles`")
+    p.add_argument("--env-archive", type=Path, default=L_REPO / "dist" / L.ENV_ARCHIVE,
+                   help="the environment archive the steps will ship (default %(default)s)")
+    p.add_argument("--model", type=Path, help="a local artifact folder (its manifest.json) to check too")
+    p.add_argument("--release-label", default=None, help="EMR release (default from emr.profiles)")
+    p.add_argument("--backend", default="auto", choices=JOB_BACKENDS,
+                   help="the job's --backend (default auto: the artifact's)")
 
     p = sub.add_parser("stage", parents=[common], help="upload what a run needs to an S3 prefix")
     p.add_argument("--prefix", required=True, help="s3://bucket/prefix/ for this deployment")
@@ -211,6 +225,80 @@ def cmd_package(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_preflight(args: argparse.Namespace) -> int:
+    from engines.artifact import read_manifest
+    from engines.errors import ArtifactError
+    from emr import envinfo, preflight
+    from emr.profiles import DEFAULT_RELEASE_LABEL, get_profile
+
+    profile = get_profile(args.profile)
+    label = args.release_label or DEFAULT_RELEASE_LABEL
+    if args.dry_run:
+        model = f", artifact {args.model}" if args.model else ""
+        _echo(f"would check {args.env_archive}{model} (--backend {args.backend}) against profile "
+              f"{profile.name} ({profile.instance_type}, {profile.gpu}) and {label}")
+        return 0
+    env = envinfo.load(args.env_archive)
+    try:
+        manifest = read_manifest(args.model) if args.model else None
+    except ArtifactError as exc:
+        raise EmrError(f"--model {args.model}: {exc}", exit_code=2) from exc
+    problems = preflight.check(profile, label, env, backend=args.backend, manifest=manifest)
+    for problem in problems:
+        _echo(f"problem: {problem}")
+    if problems:
+        return 1
+    libraries = ", ".join(f"{n} {env.distributions[n]}" for n in ("torch", "tensorrt-cu12") if n in env.distributions)
+    model = f", artifact {manifest.model_id} ({manifest.backend})" if manifest else ""
+    _echo(f"preflight OK: profile {profile.name} ({profile.gpu}), {label}, Python {env.python} environment"
+          f"{' with ' + libraries if libraries else ''}{model}")
+    return 0
+
+
+def _artifact_backend(clients: Clients, model: str) -> str | None:
+    """An S3 artifact's own backend, which ``--backend auto`` runs on GPU executors (engines/registry.py)."""
+    from engines.errors import ArtifactError
+    from engines.store import open_manifest
+
+    try:
+        return open_manifest(model, s3_client=clients.s3).backend
+    except ArtifactError:  # the job's driver explains a broken artifact itself
+        return None
+
+
+def _check_staged_env(clients: Clients, layout: L.Layout, job: Any, archive_head: dict[str, Any],
+                      dry_run: bool) -> None:
+    """Refuse a step whose backend the staged environment cannot run, before it is added."""
+    from emr import envinfo
+
+    backend, label = job.backend, ""
+    if dry_run:  # a dry run reads nothing back
+        if backend in envinfo.BACKEND_MODULES:
+            _echo(f"would check that {layout.env_manifest} lists {' and '.join(envinfo.BACKEND_MODULES[backend])}")
+        return
+    if backend == "auto" and job.model.startswith("s3://"):
+        backend = _artifact_backend(clients, job.model) or "auto"
+        label = f"--backend auto (artifact {job.model} is a {backend} build)"
+    if backend in envinfo.BACKEND_MODULES:
+        envinfo.require_backend(envinfo.staged(clients.s3, layout, archive_head), backend,
+                                str(layout.env_archive), label)
+
+
+def _gpu_env_warning(clients: Clients, layout: L.Layout) -> str | None:
+    """create-cluster adds no step, so it can only say that tensorrt steps would be refused."""
+    from emr import envinfo
+    from emr.s3 import head
+
+    archive = head(clients.s3, layout.env_archive)
+    if archive is None:
+        return None
+    try:
+        envinfo.require_backend(envinfo.staged(clients.s3, layout, archive), "tensorrt", str(layout.env_archive))
+    except EmrError as exc:
+        return f"{exc} (add-step refuses such steps)"
+    return None
+
+
 def cmd_stage(args: argparse.Namespace) -> int:
     from emr import staging
 
@@ -256,6 +344,9 @@ def cmd_create_cluster(args: argparse.Namespace) -> int:
     if not args.no_role_check:
         for warning in cluster.check_roles(clients.iam, settings.instance_profile, settings.service_role):
             print(f"warning: {warning}", file=sys.stderr)
+    gpu_env = None if args.dry_run or args.python_env != "archive" else _gpu_env_warning(clients, layout)
+    if gpu_env:
+        print(f"warning: {gpu_env}", file=sys.stderr)
     cluster_id = cluster.create_cluster(clients.emr, request)
     types = "/".join(profile.fleet_types) if settings.fleet else profile.instance_type
     nodes = f"{settings.core_count(profile)} x {types}"
@@ -295,7 +386,8 @@ def cmd_add_step(args: argparse.Namespace) -> int:
     require_object(clients.s3, layout.job(job.job), hint)
     require_object(clients.s3, layout.pyfiles, hint)
     if args.python_env == "archive":
-        require_object(clients.s3, layout.env_archive, hint)
+        archive = require_object(clients.s3, layout.env_archive, hint)
+        _check_staged_env(clients, layout, job, archive, args.dry_run)
     (step_id,) = steps.add_steps(clients.emr, args.cluster_id, [step])
     folder = steps.step_log_folder(info.get("LogUri"), args.cluster_id, step_id)
     _echo(f"step {step_id} added to {args.cluster_id}; logs: {folder or 'no LogUri on the cluster'}")
@@ -373,11 +465,13 @@ def cmd_eks_wait(args: argparse.Namespace) -> int:
 
 
 _DRY_RUN_NOTE = "dry run: the requests above were validated and printed, none was sent (ids shown are placeholders)"
-_DRY_RUN_NOTES = {"profiles": "dry run: profiles sends no requests", "package": "dry run: nothing was built"}
+_DRY_RUN_NOTES = {"profiles": "dry run: profiles sends no requests", "package": "dry run: nothing was built",
+                  "preflight": "dry run: nothing was read"}
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "profiles": cmd_profiles,
     "package": cmd_package,
+    "preflight": cmd_preflight,
     "stage": cmd_stage,
     "create-cluster": cmd_create_cluster,
     "add-step": cmd_add_step,

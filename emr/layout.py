@@ -6,6 +6,7 @@
     <prefix>/package/accel_scoring.zip                    --py-files (engines, udfs, jobs, emr)
     <prefix>/package/<the project wheel>                  for the bootstrap-installed environment
     <prefix>/env/accel-scoring-env.tar.gz                 venv-pack archive (spark.archives)
+    <prefix>/env/accel-scoring-env.json                   what that archive holds (emr/envinfo.py)
     <prefix>/scripts/<name>                               bootstrap and discovery scripts
     <prefix>/eks/<name>                                   pod templates for EMR on EKS
     <prefix>/models/<name>/<version>/                     model artifacts (manifest.json + files)
@@ -20,6 +21,7 @@ from emr.s3 import S3Uri
 JOBS = ("duplicates", "query_intent")
 PYFILES_ZIP = "accel_scoring.zip"
 ENV_ARCHIVE = "accel-scoring-env.tar.gz"
+ENV_MANIFEST = "accel-scoring-env.json"
 ENV_ALIAS = "environment"  # spark.archives ...#environment -> ./environment/bin/python
 CGROUP_BOOTSTRAP = "gpu-cgroup-bootstrap.sh"
 INSTALL_ENV_BOOTSTRAP = "install-python-env.sh"
@@ -50,6 +52,10 @@ class Layout:
     @property
     def env_archive(self) -> S3Uri:
         return self.prefix.join("env", ENV_ARCHIVE)
+
+    @property
+    def env_manifest(self) -> S3Uri:
+        return self.prefix.join("env", ENV_MANIFEST)
 
     def script(self, name: str) -> S3Uri:
         return self.prefix.join("scripts", name)

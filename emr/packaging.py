@@ -7,11 +7,16 @@
 ``dist/accel-scoring-env.tar.gz``
     a venv with the wheel and its dependencies (not pyspark: the cluster has it), packed by
     venv-pack, for ``spark.archives=...#environment`` and ``PYSPARK_PYTHON=./environment/bin/python``.
+``dist/accel-scoring-env.json``
+    what that archive holds (Python, packages, its sha256: emr/envinfo.py), so ``add-step`` and
+    ``preflight`` can refuse a backend whose libraries it lacks without unpacking it.
 
 A venv-pack archive reuses the base interpreter of the machine it was built on (bin/python is a
 link to it) and its compiled wheels must suit the nodes' C library: for EMR 7 build it on
 Amazon Linux 2023 with Python 3.11 (``make package-al2023`` does that in a container), where
-the interpreter is ``/usr/bin/python3.11`` as on the EMR nodes.
+the interpreter is ``/usr/bin/python3.11`` as on the EMR nodes. ``make package-gpu`` builds the
+GPU profiles' archive there too, with the CUDA torch and TensorRT pinned in
+emr/docker/gpu-requirements.txt.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
+from emr import envinfo
 from emr import layout as L
 from emr.errors import EmrError
 
@@ -102,6 +108,7 @@ def build_env_archive(
     echo(f"venv-pack {env} -> {out}")
     venv_pack.pack(prefix=str(env), output=str(out), force=True, verbose=False)
     out.chmod(0o644)
+    envinfo.write_manifest(out)
     return out
 
 
@@ -111,6 +118,7 @@ def planned(dist: Path, *, with_env: bool = True, extras: str = "aws") -> list[s
              f"{dist / L.PYFILES_ZIP} (the --py-files zip of {', '.join(PACKAGES)})"]
     if with_env:
         items.append(f"{dist / L.ENV_ARCHIVE} (a venv with the wheel[{extras}], packed by venv-pack)")
+        items.append(f"{dist / L.ENV_MANIFEST} (what the archive holds: Python, packages, sha256)")
     return items
 
 

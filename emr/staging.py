@@ -62,6 +62,9 @@ def plan_stage(
     if include_env:
         add(dist_dir / L.ENV_ARCHIVE, layout.env_archive, "environment archive",
             "run `make package`, or pass --no-env when the cluster installs it by bootstrap")
+        manifest = dist_dir / L.ENV_MANIFEST
+        if manifest.is_file():  # after the archive: add-step checks it against the staged one
+            plan.append(Upload(manifest, layout.env_manifest, "environment manifest"))
     for name in SCRIPTS:
         add(EMR_DIR / "scripts" / name, layout.script(name), f"script {name}", "part of emr/")
     for name in POD_TEMPLATES:

@@ -42,6 +42,17 @@ class JobRequest:
         if "{{" not in self.run_date and not _RUN_DATE.match(self.run_date):
             raise EmrError(f"--run-date must be YYYY-MM-DD, got {self.run_date!r}", 2)
 
+    @property
+    def backend(self) -> str:
+        """The job's ``--backend`` among the further flags (the jobs' default, ``auto``, without one)."""
+        args = list(self.extra_args)
+        for i, arg in enumerate(args):
+            if arg == "--backend" and i + 1 < len(args):
+                return args[i + 1]
+            if arg.startswith("--backend="):
+                return arg.partition("=")[2]
+        return "auto"
+
     def arguments(self) -> list[str]:
         return ["--input", self.input, "--output", self.output, "--model", self.model,
                 "--run-date", self.run_date, *self.extra_args]

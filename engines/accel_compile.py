@@ -27,6 +27,8 @@ from engines import parity, trt_build
 from engines.errors import ArtifactError, EngineUnavailableError
 
 BACKENDS = ("tensorrt", "neuronx", "neuron")
+# The TensorRT releases a tensorrt artifact's build spec and plans are made for (its target).
+TENSORRT_MIN, TENSORRT_BELOW = "10.4", "12"
 PRECISIONS = {"onnx": ("fp32", "int8"), "torch": ("fp32",), "tensorrt": ("fp16", "fp32", "bf16"),
               "neuronx": ("bf16", "fp16", "fp32"), "neuron": ("bf16", "fp16")}
 NEURONX_TARGETS = ("inf2", "trn1", "trn1n", "trn2")
@@ -179,7 +181,7 @@ def _export_tensorrt(module, work, output, max_seq_len, buckets, precision, opti
 
     (work / trt_build.BUILD_SPEC).parent.mkdir(parents=True, exist_ok=True)
     (work / trt_build.BUILD_SPEC).write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n")
-    return {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": "10.4", "tensorrt_below": "12",
+    return {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": TENSORRT_MIN, "tensorrt_below": TENSORRT_BELOW,
             "min_compute_capability": list(trt_build.MIN_COMPUTE_CAPABILITY[precision]), "precision": precision,
             "opset": 18}
 

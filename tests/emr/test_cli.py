@@ -244,7 +244,7 @@ def test_add_step_and_wait_until_completed(staged, roles, capsys) -> None:
     stop = threading.Event()
     moto_support.finish_steps_when_added(lambda: cluster_id, lambda step: {}, stop=stop)
     try:
-        code = main(_add_step_args(cluster_id, "--wait", "--", "--backend", "tensorrt"))
+        code = main(_add_step_args(cluster_id, "--wait", "--", "--backend", "onnx"))
     finally:
         stop.set()
     out = capsys.readouterr().out
@@ -255,7 +255,7 @@ def test_add_step_and_wait_until_completed(staged, roles, capsys) -> None:
     step = boto3.client("emr").describe_step(ClusterId=cluster_id, StepId=step_id)["Step"]
     args = step["Config"]["Args"]
     assert step["Config"]["Jar"] == "command-runner.jar" and args[0] == "spark-submit"
-    assert args[-4:] == ["--run-date", "2026-11-01", "--backend", "tensorrt"]
+    assert args[-4:] == ["--run-date", "2026-11-01", "--backend", "onnx"]
 
 
 def test_failed_step_prints_reason_log_path_and_stderr_tail(staged, roles, s3, capsys) -> None:
@@ -338,6 +338,7 @@ def _dry_runs(sources: dict[str, Path]) -> dict[str, list[str]]:
     return {
         "profiles": ["profiles"],
         "package": ["package", "--dist", str(sources["dist"])],
+        "preflight": ["preflight", "--profile", "g5", "--env-archive", str(sources["dist"] / "accel-scoring-env.tar.gz")],
         "stage": ["stage", "--prefix", PREFIX, "--dist", str(sources["dist"]), "--jobs-dir",
                   str(sources["jobs"]), "--model", str(sources["model"])],
         "create-cluster": ["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS, "--wait"],
@@ -355,7 +356,7 @@ def test_dry_run_covers_every_sub_command(sources) -> None:
     assert set(_dry_runs(sources)) == set(COMMANDS)
 
 
-@pytest.mark.parametrize("command", ["profiles", "package", "stage", "create-cluster", "add-step", "wait",
+@pytest.mark.parametrize("command", ["profiles", "package", "preflight", "stage", "create-cluster", "add-step", "wait",
                                      "terminate", "eks-submit", "eks-wait"])
 def test_every_sub_command_has_a_dry_run(command, aws, sources) -> None:
     """`python -m emr <command> … --dry-run`: exit 0, no traceback, nothing sent, nothing built."""

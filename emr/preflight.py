@@ -1,0 +1,146 @@
+"""Offline checks of a GPU run before any cluster exists: what would fail on the nodes, found here.
+
+``check`` compares a profile (its GPU), a release label (its Spark line and Python), an
+environment archive (emr/envinfo.py) and optionally a compiled artifact, and returns one
+sentence per problem. Nothing here talks to AWS.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engines.artifact import Manifest
+from engines.errors import ArtifactError, TargetMismatchError
+from emr.envinfo import EnvInfo
+from emr.errors import EmrError
+from emr.profiles import GpuProfile
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a release family runs: its Spark line and the Pythons its nodes have (/usr/bin/pythonX.Y)."""
+
+    family: str
+    spark: str
+    pythons: tuple[str, ...]
+
+
+# The EMR release guide's application versions: 7.x ships Spark 3.5.x with Python 3.9 and 3.11
+# (3.9 is below pyproject's requires-python); emr-spark-8.0.0 ships Spark 4.0.2, Python 3.11-3.13.
+RELEASES = (
+    Release("emr-7.", "3.5", ("3.11",)),
+    Release("emr-spark-8.", "4.0", ("3.11", "3.12", "3.13")),
+)
+_CC = re.compile(r"\bsm(\d)(\d)\b")
+
+
+def release(label: str) -> Release | None:
+    return next((r for r in RELEASES if label.startswith(r.family)), None)
+
+
+def compute_capability(profile: GpuProfile) -> tuple[int, int] | None:
+    """The profile's GPU compute capability, from its GPU's name (``A10G (sm86)`` -> (8, 6))."""
+    match = _CC.search(profile.gpu)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text.split("+")[0])[:3])
+
+
+def admits(specifier: str, version: str) -> bool:
+    """Whether a requirement specifier (``>=3.5,<3.6``) admits ``version``; enough for pyspark's."""
+    ops = {"~=": lambda a, b: a >= b and a[:len(b) - 1] == b[:-1], ">=": lambda a, b: a >= b,
+           "<=": lambda a, b: a <= b, "==": lambda a, b: a[:len(b)] == b, "!=": lambda a, b: a[:len(b)] != b,
+           ">": lambda a, b: a > b, "<": lambda a, b: a < b}
+    have = _version(version)
+    for part in filter(None, (p.strip() for p in specifier.split(","))):
+        op = next((o for o in ops if part.startswith(o)), None)
+        if op is None:
+            raise EmrError(f"cannot read the environment's pyspark requirement {specifier!r}", exit_code=2)
+        if not ops[op](have, _version(part[len(op):].rstrip(".*"))):
+            return False
+    return True
+
+
+def _release_problems(label: str, env: EnvInfo) -> list[str]:
+    found = release(label)
+    if found is None:
+        known = " or ".join(f"{r.family}x (Spark {r.spark})" for r in RELEASES)
+        return [f"release label {label!r} is not {known}: EMR 6.x ships Spark 3.0-3.4 on Amazon Linux 2"]
+    problems = []
+    if env.spark_requirement and not admits(env.spark_requirement, f"{found.spark}.0"):
+        problems.append(f"{label} runs Spark {found.spark}; the environment's accel-scoring wants pyspark "
+                        f"{env.spark_requirement}")
+    if env.python not in found.pythons:
+        problems.append(f"the environment is Python {env.python}; {label} nodes have Python "
+                        f"{', '.join(found.pythons)}: build it with `make package-al2023` or `make package-gpu`")
+    elif env.interpreter != f"/usr/bin/python{env.python}":
+        problems.append(f"the environment's bin/python links to {env.interpreter or 'nothing outside it'}, "
+                        f"not /usr/bin/python{env.python} as on the nodes: build it on Amazon Linux 2023 with "
+                        "`make package-al2023` or `make package-gpu`")
+    return problems
+
+
+def _env_problems(env: EnvInfo, backend: str) -> list[str]:
+    problems = []
+    if "accel-scoring" not in env.distributions:
+        problems.append("the environment has no accel-scoring wheel installed (so none of its dependencies "
+                        "either): build it with `make package` or `make package-gpu`")
+    missing = env.missing_for(backend)
+    if missing:
+        problems.append(f"backend {backend} needs {' and '.join(missing)}, which the environment lacks: "
+                        "build it with `make package-gpu`")
+    if backend == "tensorrt" and "torch" in env.modules:
+        torch = env.distributions.get("torch", "")
+        if torch.endswith("+cpu"):
+            problems.append(f"the environment's torch {torch} is a CPU-only build; backend tensorrt needs a CUDA "
+                            "build (`make package-gpu`)")
+        if len(env.cuda_majors) > 1:
+            problems.append(f"the environment mixes CUDA {' and '.join(map(str, sorted(env.cuda_majors)))} "
+                            "wheels; torch and TensorRT must share one CUDA major (emr/docker/gpu-requirements.txt)")
+    return problems
+
+
+def _artifact_problems(manifest: Manifest, backend: str, profile: GpuProfile, env: EnvInfo) -> list[str]:
+    from engines import tensorrt
+    from engines.hardware import Hardware
+    from engines.registry import resolve_backend
+
+    if manifest.target.get("device") == "neuron":
+        return [f"artifact {manifest.model_id} is a {manifest.backend} build for {manifest.target.get('instance')}; "
+                f"profile {profile.name} has NVIDIA GPUs and EMR on EC2 has no NeuronCores: run it on EMR on EKS "
+                "(`python -m emr eks-submit`)"]
+    try:
+        chosen = resolve_backend(backend, manifest, Hardware(gpus=profile.gpus_per_instance, source=profile.name))
+    except ArtifactError as exc:
+        return [str(exc)]
+    problems = _env_problems(env, chosen) if backend == "auto" else []
+    if chosen != "tensorrt":
+        return problems
+    cc = compute_capability(profile)
+    if cc is None:
+        return problems + [f"profile {profile.name} does not name its GPU's compute capability (smXY in {profile.gpu!r})"]
+    target = dict(manifest.target)
+    version = env.tensorrt_version
+    if version is None:  # reported as a missing module already; check the GPU alone
+        target.update(tensorrt_min=None, tensorrt_below=None)
+    try:
+        tensorrt.check_target(target, version or "", cc, manifest.precision)
+    except TargetMismatchError as exc:
+        problems.append(f"artifact {manifest.model_id} on profile {profile.name} ({profile.gpu}): {exc}")
+    return problems
+
+
+def check(profile: GpuProfile, release_label: str, env: EnvInfo, *, backend: str = "auto",
+          manifest: Manifest | None = None) -> list[str]:
+    """Every problem found, one sentence each; empty when the run can start."""
+    problems = _release_problems(release_label, env)
+    if backend != "auto":
+        problems += _env_problems(env, backend)
+    elif manifest is None:
+        problems += _env_problems(env, "onnx")  # the default scores on the CPU: the base environment
+    if manifest is not None:
+        problems += _artifact_problems(manifest, backend, profile, env)
+    return problems

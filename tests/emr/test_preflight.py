@@ -1,0 +1,312 @@
+"""`python -m emr preflight` and the environment checks of `add-step`, on small archives built here.
+
+An archive is a tarball laid out as venv-pack writes one (bin/python links, site-packages with
+packages and dist-info folders); only member names and the project's METADATA matter.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from emr import envinfo
+from emr.cli import main
+
+PREFIX = "s3://deploy/accel/v1/"
+PROJECT_METADATA = (b"Metadata-Version: 2.1\nName: accel-scoring\nVersion: 0.1.0\n"
+                    b"Requires-Dist: numpy>=1.26\nRequires-Dist: pyspark<3.6,>=3.5; extra == \"spark\"\n"
+                    b"Requires-Dist: tensorrt-cu12<11,>=10.4; extra == \"gpu\"\n")
+BASE = {"accel_scoring": "0.1.0", "numpy": "2.2.6", "onnxruntime": "1.23.2", "tokenizers": "0.22.1"}
+GPU = {**BASE, "torch": "2.13.0+cu128", "tensorrt_cu12": "10.16.1.11", "tensorrt_cu12_bindings": "10.16.1.11",
+       "tensorrt_cu12_libs": "10.16.1.11", "nvidia_cuda_runtime_cu12": "12.8.90"}
+MODULES = {"torch": "torch", "tensorrt_cu12_bindings": "tensorrt", "tensorrt_cu12_libs": "tensorrt_libs",
+           "accel_scoring": "engines", "nvidia_cuda_runtime_cu12": "nvidia"}
+
+
+def make_archive(path: Path, dists: dict[str, str], *, python: str = "3.11",
+                 interpreter: str | None = None) -> Path:
+    """A venv-pack-shaped archive with these distributions (name -> version) installed."""
+    site = f"lib/python{python}/site-packages"
+    with tarfile.open(path, "w:gz") as tar:
+        def add(name: str, data: bytes = b"") -> None:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+        def link(name: str, target: str) -> None:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+
+        link("bin/python", f"python{python}")
+        link(f"bin/python{python}", interpreter or f"/usr/bin/python{python}")
+        add("pyvenv.cfg", f"version = {python}\n".encode())
+        for dist, version in dists.items():
+            module = MODULES.get(dist, dist)
+            add(f"{site}/{module}/__init__.py")
+            add(f"{site}/{dist}-{version}.dist-info/METADATA",
+                PROJECT_METADATA if dist == "accel_scoring" else b"Name: " + dist.encode() + b"\n")
+    return path
+
+
+def write_artifact(folder: Path, backend: str = "tensorrt", **target: object) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    targets = {
+        "tensorrt": {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": "10.4", "tensorrt_below": "12",
+                     "min_compute_capability": [7, 5], "precision": "fp16", "opset": 18},
+        "neuronx": {"device": "neuron", "runtime": "torch-neuronx", "version": "2.9.0", "instance": "inf2"},
+        "onnx": {"device": "cpu", "runtime": "onnxruntime", "opset": 18},
+    }
+    files = {"model.onnx": "0" * 64} if backend != "neuronx" else {"neuronx/b8_s128.pt": "0" * 64}
+    manifest = {"format_version": 1, "name": f"pairs-{backend}", "version": "1", "task": "pair-classification",
+                "backend": backend, "max_seq_len": 128, "buckets": [[8, 128]], "files": files,
+                "labels": ["different", "duplicate"], "precision": target.pop("precision", "fp16"),
+                "target": {**targets[backend], **target}}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def preflight(capsys, *args: str) -> tuple[int, list[str]]:
+    code = main(["preflight", *args])
+    return code, capsys.readouterr().out.strip().splitlines()
+
+
+def problems(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.startswith("problem: ")]
+
+
+# --- preflight -----------------------------------------------------------------------------------
+
+def test_gpu_environment_and_tensorrt_artifact_pass(tmp_path, capsys) -> None:
+    archive = make_archive(tmp_path / "env.tar.gz", GPU)
+    model = write_artifact(tmp_path / "pairs-trt")
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--model", str(model))
+    assert code == 0, lines
+    assert lines == ["preflight OK: profile g5 (A10G (sm86)), emr-7.13.0, Python 3.11 environment with torch "
+                     "2.13.0+cu128, tensorrt-cu12 10.16.1.11, artifact pairs-tensorrt@1 (tensorrt)"]
+
+
+def test_default_environment_cannot_run_tensorrt(tmp_path, capsys) -> None:
+    archive = make_archive(tmp_path / "env.tar.gz", BASE)
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--backend", "tensorrt")
+    assert code == 1
+    assert problems(lines) == ["problem: backend tensorrt needs torch and tensorrt, which the environment lacks: "
+                               "build it with `make package-gpu`"]
+
+
+def test_auto_backend_takes_the_artifacts(tmp_path, capsys) -> None:
+    archive = make_archive(tmp_path / "env.tar.gz", BASE)
+    model = write_artifact(tmp_path / "pairs-trt")
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--model", str(model))
+    assert code == 1 and len(problems(lines)) == 1
+    assert "backend tensorrt needs torch and tensorrt" in problems(lines)[0]
+
+
+def test_an_archive_built_elsewhere_names_its_python(tmp_path, capsys) -> None:
+    dev = make_archive(tmp_path / "dev.tar.gz", BASE, interpreter="/home/me/.pyenv/versions/3.11.7/bin/python3.11")
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(dev))
+    assert code == 1
+    assert problems(lines) == ["problem: the environment's bin/python links to /home/me/.pyenv/versions/3.11.7/bin/"
+                               "python3.11, not /usr/bin/python3.11 as on the nodes: build it on Amazon Linux 2023 "
+                               "with `make package-al2023` or `make package-gpu`"]
+    old = make_archive(tmp_path / "py310.tar.gz", BASE, python="3.10")
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(old))
+    assert code == 1 and "the environment is Python 3.10; emr-7.13.0 nodes have Python 3.11" in lines[0]
+
+
+def test_release_labels_outside_spark_3_5(tmp_path, capsys) -> None:
+    archive = make_archive(tmp_path / "env.tar.gz", BASE)
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive),
+                            "--release-label", "emr-spark-8.0.0")
+    assert code == 1
+    assert problems(lines) == ["problem: emr-spark-8.0.0 runs Spark 4.0; the environment's accel-scoring wants "
+                               "pyspark <3.6,>=3.5"]
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--release-label", "emr-6.15.0")
+    assert code == 1 and "EMR 6.x ships Spark 3.0-3.4" in problems(lines)[0]
+
+
+def test_artifact_targets_against_the_profiles_gpu(tmp_path, capsys) -> None:
+    archive = make_archive(tmp_path / "env.tar.gz", GPU)
+    bf16 = write_artifact(tmp_path / "bf16", precision="bf16", min_compute_capability=[8, 0])
+    code, lines = preflight(capsys, "--profile", "g4dn", "--env-archive", str(archive), "--model", str(bf16))
+    assert code == 1
+    assert problems(lines) == ["problem: artifact pairs-tensorrt@1 on profile g4dn (T4 (sm75)): this GPU has "
+                               "compute capability 7.5; the artifact's bf16 build needs >= 8.0 (bf16 needs Ampere "
+                               "or newer; T4 is 7.5)"]
+    assert preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--model", str(bf16))[0] == 0
+    trt11 = write_artifact(tmp_path / "trt11", tensorrt_min="11.0")
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--model", str(trt11))
+    assert code == 1 and "TensorRT 10.16.1.11 is installed; the artifact was compiled for >= 11.0" in lines[0]
+
+
+def test_a_neuron_artifact_belongs_on_emr_on_eks(tmp_path, capsys) -> None:
+    archive = make_archive(tmp_path / "env.tar.gz", GPU)
+    model = write_artifact(tmp_path / "pairs-inf2", backend="neuronx")
+    code, lines = preflight(capsys, "--profile", "p4d", "--env-archive", str(archive), "--model", str(model))
+    assert code == 1
+    assert problems(lines) == ["problem: artifact pairs-neuronx@1 is a neuronx build for inf2; profile p4d has "
+                               "NVIDIA GPUs and EMR on EC2 has no NeuronCores: run it on EMR on EKS "
+                               "(`python -m emr eks-submit`)"]
+
+
+def test_a_requested_backend_the_artifact_cannot_run(tmp_path, capsys) -> None:
+    archive = make_archive(tmp_path / "env.tar.gz", GPU)
+    model = write_artifact(tmp_path / "pairs-onnx", backend="onnx")
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--model", str(model),
+                            "--backend", "tensorrt")
+    assert code == 1 and "--backend tensorrt cannot run it" in problems(lines)[0]
+
+
+def test_cpu_torch_and_mixed_cuda_majors(tmp_path, capsys) -> None:
+    cpu = make_archive(tmp_path / "cpu.tar.gz", {**GPU, "torch": "2.13.0+cpu"})
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(cpu), "--backend", "tensorrt")
+    assert code == 1 and problems(lines) == [
+        "problem: the environment's torch 2.13.0+cpu is a CPU-only build; backend tensorrt needs a CUDA build "
+        "(`make package-gpu`)"]
+    cu13 = {**GPU, "torch": "2.13.0", "nvidia_cudnn_cu13": "9.20.0.48"}  # torch's default wheel: CUDA 13
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive",
+                            str(make_archive(tmp_path / "cu13.tar.gz", cu13)), "--backend", "tensorrt")
+    assert code == 1 and "mixes CUDA 12 and 13 wheels" in problems(lines)[0]
+
+
+def test_missing_inputs_are_usage_errors(tmp_path, capsys) -> None:
+    assert main(["preflight", "--profile", "g5", "--env-archive", str(tmp_path / "none.tar.gz")]) == 2
+    assert "no environment archive at" in capsys.readouterr().err
+    archive = make_archive(tmp_path / "env.tar.gz", BASE)
+    assert main(["preflight", "--profile", "g5", "--env-archive", str(archive), "--model", str(tmp_path)]) == 2
+    assert "manifest.json not found" in capsys.readouterr().err
+    assert main(["preflight", "--profile", "inf2", "--env-archive", str(archive)]) == 2
+
+
+def test_dry_run_reads_nothing(tmp_path, capsys) -> None:
+    code = main(["preflight", "--profile", "g5", "--env-archive", str(tmp_path / "none.tar.gz"), "--dry-run"])
+    captured = capsys.readouterr()
+    assert code == 0 and captured.out.startswith("would check ") and "dry run: nothing was read" in captured.err
+
+
+@pytest.mark.parametrize("spec, version, expected", [
+    (">=3.5,<3.6", "3.5.0", True), (">=3.5,<3.6", "4.0.0", False), ("<3.6,>=3.5", "3.4.0", False),
+    ("~=3.5", "3.9.0", True), ("~=3.5.0", "3.6.0", False), ("==3.5.*", "3.5.0", True), ("!=3.5.1", "3.5.0", True),
+])
+def test_admits_reads_pyspark_requirements(spec, version, expected) -> None:
+    from emr.preflight import admits
+
+    assert admits(spec, version) is expected
+
+
+# --- the manifest beside the archive -------------------------------------------------------------
+
+def test_manifest_is_used_only_for_the_archive_it_describes(tmp_path) -> None:
+    archive = make_archive(tmp_path / "accel-scoring-env.tar.gz", GPU)
+    info = envinfo.write_manifest(archive)
+    assert envinfo.manifest_path(archive) == tmp_path / "accel-scoring-env.json"
+    assert info.python == "3.11" and info.interpreter == "/usr/bin/python3.11"
+    assert {"torch", "tensorrt"} <= set(info.modules) and info.spark_requirement == "<3.6,>=3.5"
+    assert info.tensorrt_version == "10.16.1.11" and info.cuda_majors == {12}
+    edited = {**info.to_dict(), "python": "3.99"}
+    envinfo.manifest_path(archive).write_text(json.dumps(edited))
+    assert envinfo.load(archive).python == "3.99"  # same sha256: the manifest is trusted
+    make_archive(archive, BASE)  # rebuilt by other means; the manifest is stale
+    assert envinfo.load(archive).python == "3.11" and "torch" not in envinfo.load(archive).modules
+
+
+# --- add-step refuses what the staged environment cannot run -------------------------------------
+
+def _stage(s3, dist: Path, archive_dists: dict[str, str], *, manifest: bool = True) -> None:
+    """Build an archive (and its manifest, or none) into ``dist`` and stage it."""
+    for name in ("accel_scoring.zip", "accel_scoring-0.1.0-py3-none-any.whl"):
+        (dist / name).write_bytes(b"PK")
+    archive = make_archive(dist / "accel-scoring-env.tar.gz", archive_dists)
+    envinfo.manifest_path(archive).unlink(missing_ok=True)
+    if manifest:
+        envinfo.write_manifest(archive)
+    jobs = dist.parent / "jobs"
+    jobs.mkdir(exist_ok=True)
+    for job in ("duplicates", "query_intent"):
+        (jobs / f"{job}.py").write_text("# entry point\n")
+    assert main(["stage", "--prefix", PREFIX, "--dist", str(dist), "--jobs-dir", str(jobs)]) == 0
+
+
+@pytest.fixture
+def cluster(aws, s3, tmp_path, capsys) -> str:
+    import boto3
+
+    s3.create_bucket(Bucket="deploy")
+    (tmp_path / "dist").mkdir()
+    iam = boto3.client("iam")
+    iam.create_role(RoleName="EMR_DefaultRole", AssumeRolePolicyDocument="{}")
+    iam.create_role(RoleName="EMR_EC2_DefaultRole", AssumeRolePolicyDocument="{}")
+    iam.create_instance_profile(InstanceProfileName="EMR_EC2_DefaultRole")
+    assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", "s3://deploy/logs/"]) == 0
+    return capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def _add_step(cluster_id: str, backend: str | None) -> int:
+    """add-step with ``-- --backend backend``, or with no job flags (the jobs' auto) for None."""
+    return main(["add-step", "--cluster-id", cluster_id, "--prefix", PREFIX, "--job", "duplicates",
+                 "--input", "s3://data/pairs/", "--output", "s3://data/scores/",
+                 "--model", PREFIX + "models/pairs-trt/1/", "--run-date", "2026-11-01",
+                 *(["--", "--backend", backend] if backend else [])])
+
+
+def _steps(cluster_id: str) -> list:
+    import boto3
+
+    return boto3.client("emr").list_steps(ClusterId=cluster_id)["Steps"]
+
+
+def test_add_step_refuses_tensorrt_on_the_default_environment(cluster, s3, tmp_path, capsys) -> None:
+    _stage(s3, tmp_path / "dist", BASE)
+    assert s3.head_object(Bucket="deploy", Key="accel/v1/env/accel-scoring-env.json")
+    capsys.readouterr()
+    assert _add_step(cluster, "tensorrt") == 2
+    err = capsys.readouterr().err
+    assert err == ("error: --backend tensorrt needs torch and tensorrt, which s3://deploy/accel/v1/env/"
+                   "accel-scoring-env.tar.gz lacks (it has Python 3.11); build the GPU environment with "
+                   "`make package-gpu` and stage it\n")
+    assert _steps(cluster) == []  # nothing was added
+    assert _add_step(cluster, "onnx") == 0  # the CPU default needs nothing more
+
+
+def test_add_step_runs_tensorrt_on_the_gpu_environment(cluster, s3, tmp_path, capsys) -> None:
+    _stage(s3, tmp_path / "dist", GPU)
+    assert _add_step(cluster, "tensorrt") == 0
+    assert len(_steps(cluster)) == 1
+
+
+def test_add_step_refuses_an_archive_it_cannot_vouch_for(cluster, s3, tmp_path, capsys) -> None:
+    dist = tmp_path / "dist"
+    _stage(s3, dist, GPU, manifest=False)
+    capsys.readouterr()
+    assert _add_step(cluster, "tensorrt") == 2
+    assert "has no accel-scoring-env.json to show it has them" in capsys.readouterr().err
+    _stage(s3, dist, GPU)
+    _stage(s3, dist, BASE, manifest=False)  # rebuilt by other means: S3 keeps the GPU build's manifest
+    capsys.readouterr()
+    assert _add_step(cluster, "tensorrt") == 1
+    assert "describes another archive than s3://deploy/accel/v1/env/accel-scoring-env.tar.gz" in capsys.readouterr().err
+    assert _steps(cluster) == []
+
+
+def test_add_step_resolves_auto_from_the_staged_artifact(cluster, s3, tmp_path, capsys) -> None:
+    _stage(s3, tmp_path / "dist", BASE)
+    assert _add_step(cluster, None) == 0  # no artifact there yet: the job's driver will say so
+    manifest = write_artifact(tmp_path / "pairs-trt") / "manifest.json"
+    s3.put_object(Bucket="deploy", Key="accel/v1/models/pairs-trt/1/manifest.json", Body=manifest.read_bytes())
+    capsys.readouterr()
+    assert _add_step(cluster, None) == 2
+    assert capsys.readouterr().err.startswith(
+        "error: --backend auto (artifact s3://deploy/accel/v1/models/pairs-trt/1/ is a tensorrt build) needs torch "
+        "and tensorrt, which s3://deploy/accel/v1/env/accel-scoring-env.tar.gz lacks")
+    assert len(_steps(cluster)) == 1  # only the first
+
+
+def test_create_cluster_warns_when_tensorrt_steps_would_be_refused(cluster, s3, tmp_path, capsys) -> None:
+    _stage(s3, tmp_path / "dist", BASE)
+    capsys.readouterr()
+    assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", "s3://deploy/logs/"]) == 0
+    assert "warning: --backend tensorrt needs torch and tensorrt" in capsys.readouterr().err
