@@ -1,6 +1,6 @@
 """Scoring on Inferentia through EMR on EKS: one job run per job, one NeuronCore per executor.
 
-BODY  eks_config -> submit_<job> (EmrContainerOperator, no waiting) ->
+BODY  eks_config -> submit_<job> (EmrContainerOperator, no waiting; the job run's tags too) ->
       watch_<job> (EmrContainerSensor, see accel_scoring_sensors.py) for duplicates and
       query_intent, ``--run-date {{ ds }}``.
 Settings come from the Variable ``accel_scoring`` (its ``eks`` and ``jobs`` keys). The DAG
@@ -23,6 +23,14 @@ from emr.layout import JOBS
 
 SENSORS = sensor_mode()
 
+
+class TaggedEmrContainerOperator(EmrContainerOperator):
+    """EmrContainerOperator with ``tags`` rendered too: the provider renders the other StartJobRun
+    fields but passes ``tags`` as written, and the job run's tags come from ``eks_config``."""
+
+    template_fields = (*EmrContainerOperator.template_fields, "tags")
+
+
 with DAG(
     dag_id="accel_scoring_eks",
     description="Score duplicates and query intent on Inferentia (EMR on EKS)",
@@ -44,7 +52,7 @@ with DAG(
     config = eks_config(run_date="{{ ds }}")
     for job in JOBS:
         request = f"ti.xcom_pull(task_ids='eks_config', key='{job}')"
-        submit = EmrContainerOperator(
+        submit = TaggedEmrContainerOperator(
             task_id=f"submit_{job}",
             name=f"{{{{ {request}['name'] }}}}",
             virtual_cluster_id=f"{{{{ {request}['virtualClusterId'] }}}}",
@@ -52,6 +60,7 @@ with DAG(
             release_label=f"{{{{ {request}['releaseLabel'] }}}}",
             job_driver=f"{{{{ {request}['jobDriver'] }}}}",
             configuration_overrides=f"{{{{ {request}['configurationOverrides'] }}}}",
+            tags=f"{{{{ {request}['tags'] }}}}",
             wait_for_completion=False,
         )
         config >> submit >> EmrContainerSensor(

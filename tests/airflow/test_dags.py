@@ -189,6 +189,8 @@ def test_transient_cluster_dag_runs_both_jobs_and_terminates(dagbag, mode, aws, 
     cluster_id = _only_cluster()
     assert moto_support.cluster_state(cluster_id) == "TERMINATED"
     emr = boto3.client("emr")
+    tags = {t["Key"]: t["Value"] for t in emr.describe_cluster(ClusterId=cluster_id)["Cluster"]["Tags"]}
+    assert tags["accel-scoring:dag-run"] == run.run_id
     groups = emr.list_instance_groups(ClusterId=cluster_id)["InstanceGroups"]
     assert any(g["InstanceType"] == "g6.2xlarge" for g in groups)  # the Variable's profile
     steps = emr.list_steps(ClusterId=cluster_id)["Steps"]
@@ -253,6 +255,8 @@ def _eks_settings() -> dict:
 
 def test_eks_dag_runs_both_jobs_on_neuroncores(dagbag, mode, aws, set_variable,
                                                end_on_second_look, inline_triggers) -> None:
+    from emr.deployment import eks_job_runs
+
     settings = _eks_settings()
     set_variable(settings)
     end_on_second_look()
@@ -261,6 +265,9 @@ def test_eks_dag_runs_both_jobs_on_neuroncores(dagbag, mode, aws, set_variable,
     _waited(run, mode, inline_triggers, "EmrContainerTrigger", WATCH)
     runs = moto_support.job_runs()
     assert len(runs) == 2
+    requested = {r["name"]: r["tags"] for r in eks_job_runs(settings, "2026-11-01").values()}
+    assert all(requested.values())
+    assert {job.name: job.tags for job in runs.values()} == requested  # the operator passed them on
     for job in runs.values():
         driver = job.job_driver["sparkSubmitJobDriver"]
         assert driver["entryPointArguments"][driver["entryPointArguments"].index("--run-date") + 1] == "2026-11-01"
