@@ -81,8 +81,8 @@ def end_on_second_look(monkeypatch) -> Callable[..., None]:
     """End each EMR step and EMR on EKS job run when it is described the second time.
 
     The first DescribeStep / DescribeJobRun answers RUNNING, so every sensor has to wait once
-    (defer or reschedule) whatever the timing; the second ends it with ``outcome(step)`` (default:
-    COMPLETED).
+    (defer or reschedule) whatever the timing; the second ends it with ``step_outcome(step)`` or
+    ``job_run_outcome(job_run)`` (default: COMPLETED).
     """
     from moto.emr.models import ElasticMapReduceBackend
     from moto.emrcontainers.models import EMRContainersBackend
@@ -95,9 +95,9 @@ def end_on_second_look(monkeypatch) -> Callable[..., None]:
             looks[resource_id] += 1
             return looks[resource_id] == 2
 
-    def install(step_outcome: Outcome = lambda step: {}, job_run_outcome: Outcome = lambda run: {}) -> None:
-        describe_step, describe_job_run = ElasticMapReduceBackend.describe_step, EMRContainersBackend.describe_job_run
+    describe_step, describe_job_run = ElasticMapReduceBackend.describe_step, EMRContainersBackend.describe_job_run
 
+    def install(step_outcome: Outcome = lambda step: {}, job_run_outcome: Outcome = lambda run: {}) -> None:
         def step(self, cluster_id: str, step_id: str):
             if second_look(step_id):
                 moto_support.finish_step(cluster_id, step_id,

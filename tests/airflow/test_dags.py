@@ -101,7 +101,8 @@ def _reschedules(run, task_id: str) -> int:
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        ti = session.query(TaskInstance).filter_by(dag_id=run.dag_id, run_id=run.run_id, task_id=task_id).one()
+        ti = session.query(TaskInstance).filter_by(dag_id=run.dag_id, run_id=run.run_id,
+                                                   task_id=task_id).one()
         return session.query(TaskReschedule).filter(TaskReschedule.ti_id == ti.id).count()
 
 
