@@ -8,7 +8,9 @@ Every sensor here gives the slot back between checks, in one of two ways, picked
   polls from the triggerer (``airflow triggerer``, with the provider's ``aiobotocore`` extra
   installed there); no task process runs while it waits.
 - ``"reschedule"``: for deployments without a triggerer. Each check is a short task run, and the
-  scheduler starts the next one ``POKE_SECONDS`` later.
+  scheduler starts the next one ``POKE_SECONDS`` later: a task process and a parse of the DAG
+  file per check, 60 an hour per sensor at the default interval, which is why it is not the
+  default.
 
 The field is read when the DAG file is parsed, because the mode is part of the task: the DAG
 processor and the workers must see the same value. Every sensor gives up after ``TIMEOUT``.
@@ -41,7 +43,8 @@ def sensor_mode() -> str:
 
 
 def step_sensor_args(mode: str) -> dict[str, Any]:
-    """EmrStepSensor's waiting arguments.
+    """EmrStepSensor's waiting arguments: deferred unless the Variable says otherwise, since a
+    step runs for hours and its trigger costs the triggerer one DescribeStep per interval.
 
     Deferred, it checks once itself and then its trigger checks at most ``max_attempts`` times,
     ``poke_interval`` apart, under a deferral timeout of their product; the provider's default of
@@ -55,12 +58,14 @@ def step_sensor_args(mode: str) -> dict[str, Any]:
 
 
 def container_sensor_args(mode: str) -> dict[str, Any]:
-    """EmrContainerSensor's waiting arguments.
+    """EmrContainerSensor's waiting arguments: deferred unless the Variable says otherwise, as
+    for steps (one DescribeJobRun per interval in the triggerer) and because its poke blocks.
 
     Its poke loops inside the hook's ``poll_query_status``, ``max_retries`` times
     ``poll_interval`` apart, and without ``max_retries`` until the job run ends, ignoring
     ``timeout``; so rescheduled it must check once per run. Deferred, its trigger checks
-    ``max_retries`` times ``poll_interval`` apart (deferral timeout: their product + 60 s).
+    ``max_retries`` times ``poll_interval`` apart (deferral timeout: their product + 60 s), and
+    cancels the job run when a user marks the task failed or successful or clears it.
     """
     wait = {"timeout": TIMEOUT.total_seconds()}
     if mode == "deferrable":
