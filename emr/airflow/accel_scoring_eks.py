@@ -1,7 +1,8 @@
 """Scoring on Inferentia through EMR on EKS: one job run per job, one NeuronCore per executor.
 
-BODY  eks_config -> submit_<job> (EmrContainerOperator, no waiting) -> watch_<job>
-      (EmrContainerSensor) for duplicates and query_intent, ``--run-date {{ ds }}``.
+BODY  eks_config -> submit_<job> (EmrContainerOperator, no waiting; the job run's tags too) ->
+      watch_<job> (EmrContainerSensor, see accel_scoring_sensors.py) for duplicates and
+      query_intent, ``--run-date {{ ds }}``.
 Settings come from the Variable ``accel_scoring`` (its ``eks`` and ``jobs`` keys). The DAG
 renders templates as native objects, so the job driver and configuration built by
 ``emr.deployment.eks_job_runs`` reach the operator as dicts. Submit tasks are not retried: the
@@ -10,17 +11,25 @@ operator makes a new idempotency token per attempt, so a retry would start a sec
 
 from __future__ import annotations
 
-import os
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from airflow.providers.amazon.aws.operators.emr import EmrContainerOperator
 from airflow.providers.amazon.aws.sensors.emr import EmrContainerSensor
 from airflow.sdk import DAG, Variable, task
 
+from accel_scoring_sensors import container_sensor_args, sensor_mode
 from emr.deployment import VARIABLE, eks_job_runs, merged
 from emr.layout import JOBS
 
-POKE_SECONDS = int(os.environ.get("ACCEL_SCORING_POKE_SECONDS", "60"))
+SENSORS = sensor_mode()
+
+
+class TaggedEmrContainerOperator(EmrContainerOperator):
+    """EmrContainerOperator with ``tags`` rendered too: the provider renders the other StartJobRun
+    fields but passes ``tags`` as written, and the job run's tags come from ``eks_config``."""
+
+    template_fields = (*EmrContainerOperator.template_fields, "tags")
+
 
 with DAG(
     dag_id="accel_scoring_eks",
@@ -43,7 +52,7 @@ with DAG(
     config = eks_config(run_date="{{ ds }}")
     for job in JOBS:
         request = f"ti.xcom_pull(task_ids='eks_config', key='{job}')"
-        submit = EmrContainerOperator(
+        submit = TaggedEmrContainerOperator(
             task_id=f"submit_{job}",
             name=f"{{{{ {request}['name'] }}}}",
             virtual_cluster_id=f"{{{{ {request}['virtualClusterId'] }}}}",
@@ -51,11 +60,12 @@ with DAG(
             release_label=f"{{{{ {request}['releaseLabel'] }}}}",
             job_driver=f"{{{{ {request}['jobDriver'] }}}}",
             configuration_overrides=f"{{{{ {request}['configurationOverrides'] }}}}",
+            tags=f"{{{{ {request}['tags'] }}}}",
             wait_for_completion=False,
         )
         config >> submit >> EmrContainerSensor(
             task_id=f"watch_{job}",
             virtual_cluster_id=f"{{{{ {request}['virtualClusterId'] }}}}",
             job_id=submit.output,
-            poke_interval=POKE_SECONDS, timeout=timedelta(hours=12).total_seconds(), mode="poke",
+            **container_sensor_args(SENSORS),
         )

@@ -2,6 +2,7 @@
 
 SETUP    create_cluster (a GPU profile, kept alive for the steps)
 BODY     add_steps (duplicates and query_intent, ``--run-date {{ ds }}``) -> one sensor per step
+         (EmrStepSensor, waiting as accel_scoring_sensors.py says)
 TEARDOWN terminate_cluster (trigger_rule ALL_DONE: runs when a step failed too)
          -> watcher (fails the run if anything upstream failed, since a successful teardown
             would otherwise leave the run green)
@@ -14,18 +15,18 @@ parsed and run, so ``emr.deployment`` can be imported.
 
 from __future__ import annotations
 
-import os
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from airflow.providers.amazon.aws.operators.emr import (EmrAddStepsOperator, EmrCreateJobFlowOperator,
                                                         EmrTerminateJobFlowOperator)
 from airflow.providers.amazon.aws.sensors.emr import EmrStepSensor
 from airflow.sdk import DAG, Param, TriggerRule, Variable, task
 
+from accel_scoring_sensors import sensor_mode, step_sensor_args
 from emr.deployment import VARIABLE, cluster_request, merged, scoring_steps
 from emr.layout import JOBS
 
-POKE_SECONDS = int(os.environ.get("ACCEL_SCORING_POKE_SECONDS", "60"))
+SENSORS = sensor_mode()
 
 with DAG(
     dag_id="accel_scoring_emr",
@@ -66,7 +67,7 @@ with DAG(
             task_id=f"watch_{job}", job_flow_id=create_cluster.output,
             # add_steps returns the step ids in emr.layout.JOBS order
             step_id=f"{{{{ ti.xcom_pull(task_ids='add_steps')[{index}] }}}}",
-            poke_interval=POKE_SECONDS, timeout=timedelta(hours=12).total_seconds(), mode="poke",
+            **step_sensor_args(SENSORS),
         )
         for index, job in enumerate(JOBS)
     ]

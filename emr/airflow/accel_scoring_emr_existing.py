@@ -1,6 +1,7 @@
 """Scoring steps on an existing (long-running) EMR GPU cluster.
 
-BODY  add_steps (duplicates and query_intent, ``--run-date {{ ds }}``) -> one sensor per step.
+BODY  add_steps (duplicates and query_intent, ``--run-date {{ ds }}``) -> one sensor per step
+      (EmrStepSensor, waiting as accel_scoring_sensors.py says).
 No cluster is created or terminated. The cluster id comes from the run's ``cluster_id`` param or
 the Variable ``accel_scoring``'s ``cluster_id``; the cluster must have been created with a GPU
 profile (``python -m emr create-cluster``), which sets the GPU settings in spark-defaults.
@@ -8,17 +9,17 @@ profile (``python -m emr create-cluster``), which sets the GPU settings in spark
 
 from __future__ import annotations
 
-import os
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from airflow.providers.amazon.aws.operators.emr import EmrAddStepsOperator
 from airflow.providers.amazon.aws.sensors.emr import EmrStepSensor
 from airflow.sdk import DAG, Param, Variable, task
 
+from accel_scoring_sensors import sensor_mode, step_sensor_args
 from emr.deployment import VARIABLE, merged, scoring_steps
 from emr.layout import JOBS
 
-POKE_SECONDS = int(os.environ.get("ACCEL_SCORING_POKE_SECONDS", "60"))
+SENSORS = sensor_mode()
 
 with DAG(
     dag_id="accel_scoring_emr_existing",
@@ -46,5 +47,5 @@ with DAG(
         add_steps >> EmrStepSensor(
             task_id=f"watch_{job}", job_flow_id=config["cluster_id"],
             step_id=f"{{{{ ti.xcom_pull(task_ids='add_steps')[{index}] }}}}",
-            poke_interval=POKE_SECONDS, timeout=timedelta(hours=12).total_seconds(), mode="poke",
+            **step_sensor_args(SENSORS),
         )

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
+from collections import Counter
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -69,3 +71,45 @@ def set_variable(monkeypatch):
         monkeypatch.setenv("AIRFLOW_VAR_ACCEL_SCORING", json.dumps(value))
 
     return set_
+
+
+Outcome = Callable[[Any], dict]  # moto's step or job run -> moto_support.finish_step/finish_job_run kwargs
+
+
+@pytest.fixture
+def end_on_second_look(monkeypatch) -> Callable[..., None]:
+    """End each EMR step and EMR on EKS job run when it is described the second time.
+
+    The first DescribeStep / DescribeJobRun answers RUNNING, so every sensor has to wait once
+    (defer or reschedule) whatever the timing; the second ends it with ``step_outcome(step)`` or
+    ``job_run_outcome(job_run)`` (default: COMPLETED).
+    """
+    from moto.emr.models import ElasticMapReduceBackend
+    from moto.emrcontainers.models import EMRContainersBackend
+
+    looks: Counter = Counter()
+    lock = threading.Lock()
+
+    def second_look(resource_id: str) -> bool:
+        with lock:
+            looks[resource_id] += 1
+            return looks[resource_id] == 2
+
+    describe_step, describe_job_run = ElasticMapReduceBackend.describe_step, EMRContainersBackend.describe_job_run
+
+    def install(step_outcome: Outcome = lambda step: {}, job_run_outcome: Outcome = lambda run: {}) -> None:
+        def step(self, cluster_id: str, step_id: str):
+            if second_look(step_id):
+                moto_support.finish_step(cluster_id, step_id,
+                                         **step_outcome(moto_support.emr_step(cluster_id, step_id)))
+            return describe_step(self, cluster_id, step_id)
+
+        def job_run(self, job_run_id: str, virtual_cluster_id: str):
+            if second_look(job_run_id):
+                moto_support.finish_job_run(job_run_id, **job_run_outcome(self.job_runs[job_run_id]))
+            return describe_job_run(self, job_run_id, virtual_cluster_id)
+
+        monkeypatch.setattr(ElasticMapReduceBackend, "describe_step", step)
+        monkeypatch.setattr(EMRContainersBackend, "describe_job_run", job_run)
+
+    return install

@@ -1,12 +1,15 @@
 """The DAGs in emr/airflow/ with the real Airflow and Amazon provider, run by dag.test() on moto.
 
-moto keeps EMR steps RUNNING and EMR on EKS job runs RUNNING; a background thread here ends
-them (COMPLETED or FAILED) as EMR would, while the sensors poll.
+moto keeps EMR steps RUNNING and EMR on EKS job runs RUNNING; ``end_on_second_look`` ends them
+(COMPLETED or FAILED) as EMR would, after a sensor has seen them RUNNING once. Every run test
+runs in both sensor modes (emr/airflow/accel_scoring_sensors.py): deferred, dag.test() runs the
+provider's trigger inline, on aiobotocore against moto; rescheduled, it runs the sensor again.
 """
 
 from __future__ import annotations
 
-import threading
+import json
+from collections import Counter
 from datetime import datetime, timezone
 
 import pytest
@@ -25,13 +28,55 @@ JOBS_SETTINGS = {
     "query_intent": {"input": "s3://data/queries/", "output": "s3://data/intents/",
                      "model": PREFIX + "models/minilm-intent/1.0/", "args": ["--top-k", "3"]},
 }
+MODES = ("deferrable", "reschedule")
+WATCH = ["watch_duplicates", "watch_query_intent"]  # the sensors, in every DAG
+TWELVE_HOURS = 12 * 3600
+POKE_SECONDS = 1  # ACCEL_SCORING_POKE_SECONDS in conftest.py
+
+
+def _parse(variable: dict | None):
+    """The DAG folder as the DAG processor parses it (on sys.path), with this Variable then."""
+    from airflow.dag_processing.dagbag import BundleDagBag
+
+    with pytest.MonkeyPatch.context() as patch:
+        if variable is None:
+            patch.delenv("AIRFLOW_VAR_ACCEL_SCORING", raising=False)
+        else:
+            patch.setenv("AIRFLOW_VAR_ACCEL_SCORING", json.dumps(variable))
+        return BundleDagBag(dag_folder=str(DAGS), bundle_path=DAGS)
 
 
 @pytest.fixture(scope="module")
-def dagbag(airflow_db):
-    from airflow.dag_processing.dagbag import DagBag
+def dagbags(airflow_db) -> dict:
+    """One parse per sensor mode; deferrable is the default, so that parse has no Variable."""
+    return {"deferrable": _parse(None), "reschedule": _parse({"sensors": "reschedule"})}
 
-    return DagBag(dag_folder=str(DAGS))
+
+@pytest.fixture(params=MODES)
+def mode(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def dagbag(dagbags, mode):
+    return dagbags[mode]
+
+
+@pytest.fixture
+def inline_triggers(monkeypatch) -> Counter:
+    """Counts the triggers dag.test() runs inline for deferred tasks, by class name (it wraps
+    dag.test()'s own ``_run_inline_trigger`` in airflow.sdk.definitions.dag, Airflow 3.3)."""
+    from airflow.sdk.definitions import dag as dag_module
+
+    counts: Counter = Counter()
+    run_inline = dag_module._run_inline_trigger
+
+    def counting(trigger, ti):
+        counts[type(trigger).__name__] += 1
+        return run_inline(trigger, ti)
+
+    monkeypatch.setattr(dag_module, "_run_inline_trigger", counting)
+    return counts
 
 
 def _dag(dagbag, dag_id):
@@ -50,14 +95,71 @@ def _states(run) -> dict[str, str]:
         return {ti.task_id: str(ti.state) for ti in tis}
 
 
-def _only_cluster() -> str | None:
-    clusters = moto_support.emr_clusters()
-    return next(iter(clusters)) if len(clusters) == 1 else None
+def _reschedules(run, task_id: str) -> int:
+    from airflow.models import TaskInstance
+    from airflow.models.taskreschedule import TaskReschedule
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        ti = session.query(TaskInstance).filter_by(dag_id=run.dag_id, run_id=run.run_id,
+                                                   task_id=task_id).one()
+        return session.query(TaskReschedule).filter(TaskReschedule.ti_id == ti.id).count()
+
+
+def _waited(run, mode: str, inline_triggers: Counter, trigger: str, sensors: list[str]) -> None:
+    """Each sensor waited the mode's way: its trigger ran inline, or it was rescheduled."""
+    if mode == "deferrable":
+        assert inline_triggers == {trigger: len(sensors)}
+    else:
+        assert not inline_triggers
+        assert all(_reschedules(run, task_id) >= 1 for task_id in sensors)
+
+
+def _only_cluster() -> str:
+    (cluster_id,) = moto_support.emr_clusters()
+    return cluster_id
 
 
 def test_dags_import_without_errors(dagbag) -> None:
     assert dagbag.import_errors == {}
     assert {"accel_scoring_emr", "accel_scoring_emr_existing", "accel_scoring_eks"} <= set(dagbag.dag_ids)
+
+
+def test_an_unknown_sensor_mode_fails_the_import(airflow_db) -> None:
+    errors = _parse({"sensors": "poke"}).import_errors
+    assert len(errors) == 3 and all("sensors is 'poke'" in e for e in errors.values()), errors
+
+
+@pytest.mark.parametrize("dag_id", ["accel_scoring_emr", "accel_scoring_emr_existing"])
+def test_step_sensors_free_the_worker_for_12_hours(dagbag, mode, dag_id) -> None:
+    from airflow.providers.amazon.aws.sensors.emr import EmrStepSensor
+
+    sensors = [_dag(dagbag, dag_id).task_dict[task_id] for task_id in WATCH]
+    for sensor in sensors:
+        assert isinstance(sensor, EmrStepSensor)
+        assert (sensor.poke_interval, sensor.timeout) == (POKE_SECONDS, TWELVE_HOURS)
+        if mode == "deferrable":
+            assert sensor.deferrable and sensor.mode == "poke"  # poke: its one check before deferring
+            assert sensor.max_attempts * sensor.poke_interval == TWELVE_HOURS  # the trigger's reach
+        else:
+            assert not sensor.deferrable and sensor.mode == "reschedule"
+
+
+def test_eks_sensors_free_the_worker_for_12_hours(dagbag, mode) -> None:
+    from airflow.providers.amazon.aws.sensors.emr import EmrContainerSensor
+
+    sensors = [_dag(dagbag, "accel_scoring_eks").task_dict[task_id] for task_id in WATCH]
+    for sensor in sensors:
+        assert isinstance(sensor, EmrContainerSensor)
+        assert sensor.timeout == TWELVE_HOURS
+        if mode == "deferrable":
+            assert sensor.deferrable
+            assert sensor.poll_interval == POKE_SECONDS
+            assert sensor.max_retries * sensor.poll_interval == TWELVE_HOURS  # the trigger's reach
+        else:
+            assert not sensor.deferrable and sensor.mode == "reschedule"
+            assert sensor.poke_interval == POKE_SECONDS
+            assert sensor.max_retries == 1  # else one poke loops until the job run ends
 
 
 def test_transient_cluster_dag_shape(dagbag) -> None:
@@ -74,22 +176,22 @@ def test_transient_cluster_dag_shape(dagbag) -> None:
     assert "create_cluster" in tasks["cluster_config"].downstream_task_ids
 
 
-def test_transient_cluster_dag_runs_both_jobs_and_terminates(dagbag, aws, set_variable) -> None:
+def test_transient_cluster_dag_runs_both_jobs_and_terminates(dagbag, mode, aws, set_variable,
+                                                             end_on_second_look, inline_triggers) -> None:
     import boto3
 
     set_variable({"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "profile": "g6", "jobs": JOBS_SETTINGS})
-    stop = threading.Event()
-    moto_support.finish_steps_when_added(_only_cluster, lambda step: {}, stop=stop)
-    try:
-        run = _dag(dagbag, "accel_scoring_emr").test(logical_date=RUN_DATE)
-    finally:
-        stop.set()
+    end_on_second_look()
+    run = _dag(dagbag, "accel_scoring_emr").test(logical_date=RUN_DATE)
     states = _states(run)
     assert str(run.state) == "success", states
     assert states["watcher"] == "skipped"
+    _waited(run, mode, inline_triggers, "EmrStepSensorTrigger", WATCH)
     cluster_id = _only_cluster()
     assert moto_support.cluster_state(cluster_id) == "TERMINATED"
     emr = boto3.client("emr")
+    tags = {t["Key"]: t["Value"] for t in emr.describe_cluster(ClusterId=cluster_id)["Cluster"]["Tags"]}
+    assert tags["accel-scoring:dag-run"] == run.run_id
     groups = emr.list_instance_groups(ClusterId=cluster_id)["InstanceGroups"]
     assert any(g["InstanceType"] == "g6.2xlarge" for g in groups)  # the Variable's profile
     steps = emr.list_steps(ClusterId=cluster_id)["Steps"]
@@ -100,7 +202,8 @@ def test_transient_cluster_dag_runs_both_jobs_and_terminates(dagbag, aws, set_va
         assert argv[argv.index("--run-date") + 1] == "2026-11-01"  # {{ ds }}
 
 
-def test_failed_step_still_terminates_cluster_and_fails_the_run(dagbag, aws, set_variable) -> None:
+def test_failed_step_still_terminates_cluster_and_fails_the_run(dagbag, mode, aws, set_variable,
+                                                                end_on_second_look, inline_triggers) -> None:
     set_variable({"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "jobs": JOBS_SETTINGS})
 
     def outcome(step) -> dict:
@@ -109,14 +212,11 @@ def test_failed_step_still_terminates_cluster_and_fails_the_run(dagbag, aws, set
                     "log_file": "s3://deploy/logs/stderr.gz"}
         return {}
 
-    stop = threading.Event()
-    moto_support.finish_steps_when_added(_only_cluster, outcome, stop=stop)
-    try:
-        run = _dag(dagbag, "accel_scoring_emr").test(logical_date=RUN_DATE)
-    finally:
-        stop.set()
+    end_on_second_look(outcome)
+    run = _dag(dagbag, "accel_scoring_emr").test(logical_date=RUN_DATE)
     states = _states(run)
     assert str(run.state) == "failed", states
+    _waited(run, mode, inline_triggers, "EmrStepSensorTrigger", WATCH)
     assert states["watch_duplicates"] == "failed"
     assert states["watch_query_intent"] == "success"
     assert states["terminate_cluster"] == "success"
@@ -124,7 +224,8 @@ def test_failed_step_still_terminates_cluster_and_fails_the_run(dagbag, aws, set
     assert moto_support.cluster_state(_only_cluster()) == "TERMINATED"
 
 
-def test_existing_cluster_dag_adds_steps_and_leaves_cluster_running(dagbag, aws, set_variable) -> None:
+def test_existing_cluster_dag_adds_steps_and_leaves_cluster_running(dagbag, mode, aws, set_variable,
+                                                                    end_on_second_look, inline_triggers) -> None:
     import boto3
 
     from emr.deployment import cluster_request
@@ -132,46 +233,56 @@ def test_existing_cluster_dag_adds_steps_and_leaves_cluster_running(dagbag, aws,
     settings = {"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "jobs": JOBS_SETTINGS}
     cluster_id = boto3.client("emr").run_job_flow(**cluster_request(settings))["JobFlowId"]
     set_variable({**settings, "cluster_id": cluster_id})
-    stop = threading.Event()
-    moto_support.finish_steps_when_added(lambda: cluster_id, lambda step: {}, stop=stop)
-    try:
-        run = _dag(dagbag, "accel_scoring_emr_existing").test(logical_date=RUN_DATE)
-    finally:
-        stop.set()
+    end_on_second_look()
+    run = _dag(dagbag, "accel_scoring_emr_existing").test(logical_date=RUN_DATE)
     assert str(run.state) == "success", _states(run)
+    _waited(run, mode, inline_triggers, "EmrStepSensorTrigger", WATCH)
     assert moto_support.cluster_state(cluster_id) in ("WAITING", "RUNNING")
     assert len(boto3.client("emr").list_steps(ClusterId=cluster_id)["Steps"]) == 2
 
 
-def test_eks_dag_runs_both_jobs_on_neuroncores(dagbag, aws, set_variable) -> None:
+def _eks_settings() -> dict:
+    """The Variable for a virtual cluster created on moto now."""
     import boto3
 
     vc = boto3.client("emr-containers").create_virtual_cluster(
         name="inf2", containerProvider={"id": "scoring-eks", "type": "EKS",
                                         "info": {"eksInfo": {"namespace": "spark"}}})["id"]
-    set_variable({"prefix": PREFIX, "jobs": JOBS_SETTINGS, "eks": {
+    return {"prefix": PREFIX, "jobs": JOBS_SETTINGS, "eks": {
         "virtual_cluster_id": vc, "execution_role_arn": "arn:aws:iam::123456789012:role/emr-eks-job",
         "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/accel-neuron:1",
-        "log_uri": "s3://deploy/eks-logs/"}})
-    stop = threading.Event()
+        "log_uri": "s3://deploy/eks-logs/"}}
 
-    def finish_runs() -> None:
-        while not stop.is_set():
-            for run_id, job in moto_support.job_runs().items():
-                if job.state == "RUNNING":
-                    moto_support.finish_job_run(run_id)
-            stop.wait(0.2)
 
-    threading.Thread(target=finish_runs, daemon=True).start()
-    try:
-        run = _dag(dagbag, "accel_scoring_eks").test(logical_date=RUN_DATE)
-    finally:
-        stop.set()
+def test_eks_dag_runs_both_jobs_on_neuroncores(dagbag, mode, aws, set_variable,
+                                               end_on_second_look, inline_triggers) -> None:
+    from emr.deployment import eks_job_runs
+
+    settings = _eks_settings()
+    set_variable(settings)
+    end_on_second_look()
+    run = _dag(dagbag, "accel_scoring_eks").test(logical_date=RUN_DATE)
     assert str(run.state) == "success", _states(run)
+    _waited(run, mode, inline_triggers, "EmrContainerTrigger", WATCH)
     runs = moto_support.job_runs()
     assert len(runs) == 2
+    requested = {r["name"]: r["tags"] for r in eks_job_runs(settings, "2026-11-01").values()}
+    assert all(requested.values())
+    assert {job.name: job.tags for job in runs.values()} == requested  # the operator passed them on
     for job in runs.values():
         driver = job.job_driver["sparkSubmitJobDriver"]
         assert driver["entryPointArguments"][driver["entryPointArguments"].index("--run-date") + 1] == "2026-11-01"
         props = job.configuration_overrides["applicationConfiguration"][0]["properties"]
         assert props["spark.executor.resource.neuroncore.vendor"] == "aws.amazon.com"
+
+
+def test_failed_eks_job_run_fails_its_sensor_and_the_run(dagbag, mode, aws, set_variable,
+                                                         end_on_second_look, inline_triggers) -> None:
+    set_variable(_eks_settings())
+    end_on_second_look(job_run_outcome=lambda job_run: {"state": "FAILED", "reason": "USER_ERROR"}
+                       if "duplicates" in job_run.name else {})
+    run = _dag(dagbag, "accel_scoring_eks").test(logical_date=RUN_DATE)
+    states = _states(run)
+    assert str(run.state) == "failed", states
+    _waited(run, mode, inline_triggers, "EmrContainerTrigger", WATCH)
+    assert (states["watch_duplicates"], states["watch_query_intent"]) == ("failed", "success")
