@@ -21,6 +21,7 @@ from engines.errors import ArtifactError, EngineUnavailableError, TargetMismatch
 from engines.hardware import Hardware
 from engines.registry import BackendFallbackWarning, resolve_backend
 from engines.tensorrt import check_target
+from tests.fake_tensorrt import PINNED, FakeCuda, FakeTensorRT, RecordingTrt, fake_torch, plan_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -146,101 +147,14 @@ def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
 # ------------------------------------------------------------------ the build, against a recording fake
 
 
-class RecordingTrt:
-    """A stand-in for the `tensorrt` module with TensorRT 11's surface: no FP16/BF16/INT8 builder
-    flags. Records the calls, so it proves the build is strongly typed and sets a profile per
-    input per bucket. Says nothing about whether TensorRT accepts our graph."""
-
-    class Logger:
-        WARNING = 2
-
-        def __init__(self, level):
-            self.level = level
-
-    class NetworkDefinitionCreationFlag:
-        STRONGLY_TYPED = 5
-
-    class MemoryPoolType:
-        WORKSPACE = "workspace"
-
-    class BuilderFlag:
-        VERSION_COMPATIBLE = "version_compatible"
-
-    def __init__(self, parse_ok=True, plan=b"serialized"):
-        self.calls = []
-        self.parse_ok, self.plan = parse_ok, plan
-        outer = self
-
-        class Network:
-            num_inputs = 3
-
-            def get_input(self, i):
-                return types.SimpleNamespace(name=("input_ids", "attention_mask", "token_type_ids")[i])
-
-        class Profile:
-            def __init__(self):
-                self.shapes = {}
-
-            def set_shape(self, name, mn, opt, mx):
-                self.shapes[name] = (tuple(mn), tuple(opt), tuple(mx))
-
-        class Config:
-            builder_optimization_level = None
-
-            def __init__(self):
-                self.profiles, self.flags, self.pools = [], [], {}
-
-            def set_memory_pool_limit(self, pool, size):
-                self.pools[pool] = size
-
-            def set_flag(self, flag):
-                self.flags.append(flag)
-
-            def add_optimization_profile(self, p):
-                self.profiles.append(p)
-
-        class Builder:
-            def __init__(self, logger):
-                outer.calls.append(("Builder", logger.level))
-
-            def create_network(self, flags):
-                outer.calls.append(("create_network", flags))
-                return Network()
-
-            def create_builder_config(self):
-                outer.config = Config()
-                return outer.config
-
-            def create_optimization_profile(self):
-                return Profile()
-
-            def build_serialized_network(self, network, config):
-                outer.calls.append(("build", len(config.profiles)))
-                return outer.plan
-
-        class OnnxParser:
-            num_errors = 1
-
-            def __init__(self, network, logger):
-                pass
-
-            def parse_from_file(self, path):
-                outer.calls.append(("parse", path))
-                return outer.parse_ok
-
-            def get_error(self, i):
-                return "In node 3 (GatherND): unsupported"
-
-        self.Builder, self.OnnxParser = Builder, OnnxParser
-
-
-def test_build_is_strongly_typed_with_a_profile_per_input_and_bucket(tmp_path):
-    trt = RecordingTrt()
+@pytest.mark.parametrize("version", PINNED)
+def test_build_is_strongly_typed_with_a_profile_per_input_and_bucket(tmp_path, version):
+    trt = RecordingTrt(version=version)
     spec = dataclasses.replace(_spec(buckets=((64, 64), (32, 128))), workspace_mib=1024, optimization_level=2)
     assert trt_build.build_serialized(trt, tmp_path / "m.onnx", spec) == b"serialized"
-    assert ("create_network", 1 << 5) in trt.calls
-    assert trt.config.flags == []  # precision comes from the graph, never from a builder flag
-    assert trt.config.pools == {"workspace": 1024 << 20} and trt.config.builder_optimization_level == 2
+    assert ("create_network", {"10": 1 << 1, "11": 1 << 0}[version[:2]]) in trt.calls  # STRONGLY_TYPED: 1, then 0
+    assert trt.config.flags <= {trt.BuilderFlag.TF32}  # no precision flag: precision comes from the graph
+    assert trt.config.pools == {trt.MemoryPoolType.WORKSPACE: 1024 << 20} and trt.config.builder_optimization_level == 2
     assert [p.shapes["input_ids"] for p in trt.config.profiles] == [
         ((1, 1), (64, 64), (256, 64)), ((1, 65), (32, 128), (128, 128))]
     assert all(set(p.shapes) == {"input_ids", "attention_mask", "token_type_ids"} for p in trt.config.profiles)
@@ -451,23 +365,25 @@ def test_compile_build_ships_a_checked_plan(tiny_models, tmp_path):
 # ------------------------------------------------------------------ the runtime path, on an emulated GPU
 
 
-@pytest.fixture(params=["INT32", "INT64"])
-def emulated_gpu(request, monkeypatch, tmp_path):
+def _emulate(monkeypatch, tmp_path, input_dtype="INT32", version=PINNED[1], capability=(8, 6)):
     """TensorRTEngine with tests/fake_tensorrt.py standing in for tensorrt and torch.cuda."""
-    from tests.fake_tensorrt import FakeCuda, FakeTensorRT, fake_torch
-
-    cuda = FakeCuda()
-    trt = FakeTensorRT(cuda, input_dtype=request.param)
+    cuda = FakeCuda(capability)
+    trt = FakeTensorRT(cuda, input_dtype=input_dtype, version=version)
     monkeypatch.setattr("engines.tensorrt._import_runtime", lambda: (trt, fake_torch(cuda)))
     builds = []
 
     def build(trt_module, onnx_path, spec, names, logger):
         builds.append(Path(onnx_path).name)
-        return FakeTensorRT.plan_bytes(onnx_path, spec.profiles, names, "logits")
+        return plan_bytes(onnx_path, spec.profiles, names)
 
     monkeypatch.setattr(trt_build, "build_serialized", build)
     monkeypatch.setenv("ACCEL_SCORING_CACHE", str(tmp_path / "cache"))
     return trt, builds
+
+
+@pytest.fixture(params=[("INT32", PINNED[1]), ("INT64", PINNED[2])], ids=lambda p: f"{p[0]}-trt{p[1]}")
+def emulated_gpu(request, monkeypatch, tmp_path):
+    return _emulate(monkeypatch, tmp_path, *request.param)
 
 
 def _random_feed(rng, batch, seq):
@@ -517,3 +433,4 @@ def test_scorer_keeps_two_batches_in_flight_on_the_emulated_gpu(trt_artifact, em
     want = run_encoded(engine_class("onnx")(trt_artifact, m).load(), enc, token_budget=2048)
     assert all(e is None for e in got.errors)
     np.testing.assert_allclose(got.outputs, want.outputs, atol=1e-3)
+
