@@ -21,7 +21,8 @@ from engines.errors import ArtifactError, EngineUnavailableError, TargetMismatch
 from engines.hardware import Hardware
 from engines.registry import BackendFallbackWarning, resolve_backend
 from engines.tensorrt import check_target
-from tests.fake_tensorrt import PINNED, FakeCuda, FakeTensorRT, RecordingTrt, fake_torch, plan_bytes
+from tests.fake_tensorrt import (PINNED, FakeCuda, FakeTensorRT, IExecutionContext, RecordingTrt, fake_torch,
+                                 plan_bytes)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -434,3 +435,60 @@ def test_scorer_keeps_two_batches_in_flight_on_the_emulated_gpu(trt_artifact, em
     assert all(e is None for e in got.errors)
     np.testing.assert_allclose(got.outputs, want.outputs, atol=1e-3)
 
+
+def test_the_emulated_context_refuses_what_tensorrt_refuses_and_keeps_its_state():
+    plan = {"inputs": ["input_ids"], "profiles": [{"min": [1, 1], "max": [8, 32]}, {"min": [1, 33], "max": [4, 64]}]}
+    ctx = IExecutionContext(types.SimpleNamespace(plan=plan, names=["input_ids", "logits"]))
+    assert ctx.set_input_shape("input_ids", (8, 32)) and not ctx.set_input_shape("input_ids", (9, 32))
+    assert not ctx.set_input_shape("input_ids", (1, 40)) and ctx.shapes == {"input_ids": (8, 32)}
+    assert ctx.set_tensor_address("input_ids", 4096) and not ctx.set_tensor_address("input_ids", 4096 + 128)
+    assert ctx.addresses == {"input_ids": 4096}
+    assert not ctx.set_optimization_profile_async(2, 0) and ctx.profile == 0
+    assert ctx.set_optimization_profile_async(1, 0) and ctx.profile == 1 and ctx.shapes == {}
+    assert not ctx.execute_async_v3(0)  # no shape set since the switch, and no output address
+
+
+def test_an_emulated_t4_refuses_bf16_and_scores_fp16(compile_artifact, trt_artifact, monkeypatch, tmp_path):
+    from engines.tensorrt import TensorRTEngine
+
+    _emulate(monkeypatch, tmp_path, capability=(7, 5))
+    bf16 = compile_artifact("pair-classification", "tensorrt", precision="bf16")
+    with pytest.raises(TargetMismatchError, match=r"compute capability 7\.5; the artifact's bf16 build needs >= 8\.0"):
+        TensorRTEngine(bf16, open_artifact(bf16), Device("cuda", "0")).load()
+    engine = TensorRTEngine(trt_artifact, open_artifact(trt_artifact), Device("cuda", "0")).load()
+    assert engine.parity_record["passed"] is True
+    engine.close()
+
+
+@pytest.mark.xfail(strict=True, reason="fix 2 of issue #12 (trt-fixes branch): the engine checks what TensorRT returns")
+@pytest.mark.parametrize("call", ["set_optimization_profile_async", "set_input_shape", "set_tensor_address"])
+def test_the_engine_raises_when_tensorrt_refuses_a_call(trt_artifact, monkeypatch, tmp_path, call):
+    """TensorRT answers False and keeps its previous state; going on would score with stale shapes or buffers."""
+    from engines.tensorrt import TensorRTEngine
+
+    _emulate(monkeypatch, tmp_path)
+    monkeypatch.setattr(IExecutionContext, call, lambda self, *args: False)
+    with pytest.raises(RuntimeError, match=call):
+        TensorRTEngine(trt_artifact, open_artifact(trt_artifact), Device("cuda", "0")).load()
+
+
+@pytest.mark.xfail(strict=True, reason="fix 3 of issue #12 (trt-fixes branch): chunk addresses are 256-byte aligned")
+def test_a_profile_whose_max_batch_is_not_a_power_of_two_scores_right(minilm_dir, monkeypatch, tmp_path):
+    """48 rows of 3 fp32 logits are 576 bytes, and 48 rows of 37 int32 tokens 7104: the second chunk's
+    addresses are not 256-byte aligned. The parity probes fit one chunk, so the gate cannot see it."""
+    from engines import compile as compile_cli
+    from engines.registry import engine_class
+    from engines.tensorrt import TensorRTEngine
+    from tests.conftest import build_tiny_bert
+
+    model = build_tiny_bert(tmp_path / "three", minilm_dir, "text-classification", ["a", "b", "c"])
+    out = tmp_path / "artifact"
+    assert compile_cli.main(["--model", str(model), "--task", "text-classification", "--backend", "tensorrt",
+                             "--out", str(out), "--max-seq-len", "340", "--buckets", "48x340"]) == 0
+    assert [p.max_batch for p in trt_build.BuildSpec.read(out).profiles] == [48]  # 16384 // 340 = 48
+    _emulate(monkeypatch, tmp_path)
+    m = open_artifact(out)
+    engine = TensorRTEngine(out, m, Device("cuda", "0")).load()
+    feed = _random_feed(np.random.default_rng(2), 100, 37)  # chunks of 48, 48 and 4 rows
+    np.testing.assert_allclose(engine.submit(feed).result(), engine_class("onnx")(out, m).load().infer(feed), atol=1e-3)
+    engine.close()
