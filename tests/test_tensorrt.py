@@ -21,6 +21,8 @@ from engines.errors import ArtifactError, EngineUnavailableError, TargetMismatch
 from engines.hardware import Hardware
 from engines.registry import BackendFallbackWarning, resolve_backend
 from engines.tensorrt import check_target
+from tests.fake_tensorrt import (PINNED, FakeCuda, FakeTensorRT, IExecutionContext, RecordingTrt, fake_torch,
+                                 plan_bytes)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -146,101 +148,14 @@ def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
 # ------------------------------------------------------------------ the build, against a recording fake
 
 
-class RecordingTrt:
-    """A stand-in for the `tensorrt` module with TensorRT 11's surface: no FP16/BF16/INT8 builder
-    flags. Records the calls, so it proves the build is strongly typed and sets a profile per
-    input per bucket. Says nothing about whether TensorRT accepts our graph."""
-
-    class Logger:
-        WARNING = 2
-
-        def __init__(self, level):
-            self.level = level
-
-    class NetworkDefinitionCreationFlag:
-        STRONGLY_TYPED = 5
-
-    class MemoryPoolType:
-        WORKSPACE = "workspace"
-
-    class BuilderFlag:
-        VERSION_COMPATIBLE = "version_compatible"
-
-    def __init__(self, parse_ok=True, plan=b"serialized"):
-        self.calls = []
-        self.parse_ok, self.plan = parse_ok, plan
-        outer = self
-
-        class Network:
-            num_inputs = 3
-
-            def get_input(self, i):
-                return types.SimpleNamespace(name=("input_ids", "attention_mask", "token_type_ids")[i])
-
-        class Profile:
-            def __init__(self):
-                self.shapes = {}
-
-            def set_shape(self, name, mn, opt, mx):
-                self.shapes[name] = (tuple(mn), tuple(opt), tuple(mx))
-
-        class Config:
-            builder_optimization_level = None
-
-            def __init__(self):
-                self.profiles, self.flags, self.pools = [], [], {}
-
-            def set_memory_pool_limit(self, pool, size):
-                self.pools[pool] = size
-
-            def set_flag(self, flag):
-                self.flags.append(flag)
-
-            def add_optimization_profile(self, p):
-                self.profiles.append(p)
-
-        class Builder:
-            def __init__(self, logger):
-                outer.calls.append(("Builder", logger.level))
-
-            def create_network(self, flags):
-                outer.calls.append(("create_network", flags))
-                return Network()
-
-            def create_builder_config(self):
-                outer.config = Config()
-                return outer.config
-
-            def create_optimization_profile(self):
-                return Profile()
-
-            def build_serialized_network(self, network, config):
-                outer.calls.append(("build", len(config.profiles)))
-                return outer.plan
-
-        class OnnxParser:
-            num_errors = 1
-
-            def __init__(self, network, logger):
-                pass
-
-            def parse_from_file(self, path):
-                outer.calls.append(("parse", path))
-                return outer.parse_ok
-
-            def get_error(self, i):
-                return "In node 3 (GatherND): unsupported"
-
-        self.Builder, self.OnnxParser = Builder, OnnxParser
-
-
-def test_build_is_strongly_typed_with_a_profile_per_input_and_bucket(tmp_path):
-    trt = RecordingTrt()
+@pytest.mark.parametrize("version", PINNED)
+def test_build_is_strongly_typed_with_a_profile_per_input_and_bucket(tmp_path, version):
+    trt = RecordingTrt(version=version)
     spec = dataclasses.replace(_spec(buckets=((64, 64), (32, 128))), workspace_mib=1024, optimization_level=2)
     assert trt_build.build_serialized(trt, tmp_path / "m.onnx", spec) == b"serialized"
-    assert ("create_network", 1 << 5) in trt.calls
-    assert trt.config.flags == []  # precision comes from the graph, never from a builder flag
-    assert trt.config.pools == {"workspace": 1024 << 20} and trt.config.builder_optimization_level == 2
+    assert ("create_network", {"10": 1 << 1, "11": 1 << 0}[version[:2]]) in trt.calls  # STRONGLY_TYPED: 1, then 0
+    assert trt.config.flags <= {trt.BuilderFlag.TF32}  # no precision flag: precision comes from the graph
+    assert trt.config.pools == {trt.MemoryPoolType.WORKSPACE: 1024 << 20} and trt.config.builder_optimization_level == 2
     assert [p.shapes["input_ids"] for p in trt.config.profiles] == [
         ((1, 1), (64, 64), (256, 64)), ((1, 65), (32, 128), (128, 128))]
     assert all(set(p.shapes) == {"input_ids", "attention_mask", "token_type_ids"} for p in trt.config.profiles)
@@ -451,23 +366,25 @@ def test_compile_build_ships_a_checked_plan(tiny_models, tmp_path):
 # ------------------------------------------------------------------ the runtime path, on an emulated GPU
 
 
-@pytest.fixture(params=["INT32", "INT64"])
-def emulated_gpu(request, monkeypatch, tmp_path):
+def _emulate(monkeypatch, tmp_path, input_dtype="INT32", version=PINNED[1], capability=(8, 6)):
     """TensorRTEngine with tests/fake_tensorrt.py standing in for tensorrt and torch.cuda."""
-    from tests.fake_tensorrt import FakeCuda, FakeTensorRT, fake_torch
-
-    cuda = FakeCuda()
-    trt = FakeTensorRT(cuda, input_dtype=request.param)
+    cuda = FakeCuda(capability)
+    trt = FakeTensorRT(cuda, input_dtype=input_dtype, version=version)
     monkeypatch.setattr("engines.tensorrt._import_runtime", lambda: (trt, fake_torch(cuda)))
     builds = []
 
     def build(trt_module, onnx_path, spec, names, logger):
         builds.append(Path(onnx_path).name)
-        return FakeTensorRT.plan_bytes(onnx_path, spec.profiles, names, "logits")
+        return plan_bytes(onnx_path, spec.profiles, names)
 
     monkeypatch.setattr(trt_build, "build_serialized", build)
     monkeypatch.setenv("ACCEL_SCORING_CACHE", str(tmp_path / "cache"))
     return trt, builds
+
+
+@pytest.fixture(params=[("INT32", PINNED[1]), ("INT64", PINNED[2])], ids=lambda p: f"{p[0]}-trt{p[1]}")
+def emulated_gpu(request, monkeypatch, tmp_path):
+    return _emulate(monkeypatch, tmp_path, *request.param)
 
 
 def _random_feed(rng, batch, seq):
@@ -517,3 +434,61 @@ def test_scorer_keeps_two_batches_in_flight_on_the_emulated_gpu(trt_artifact, em
     want = run_encoded(engine_class("onnx")(trt_artifact, m).load(), enc, token_budget=2048)
     assert all(e is None for e in got.errors)
     np.testing.assert_allclose(got.outputs, want.outputs, atol=1e-3)
+
+
+def test_the_emulated_context_refuses_what_tensorrt_refuses_and_keeps_its_state():
+    plan = {"inputs": ["input_ids"], "profiles": [{"min": [1, 1], "max": [8, 32]}, {"min": [1, 33], "max": [4, 64]}]}
+    ctx = IExecutionContext(types.SimpleNamespace(plan=plan, names=["input_ids", "logits"]))
+    assert ctx.set_input_shape("input_ids", (8, 32)) and not ctx.set_input_shape("input_ids", (9, 32))
+    assert not ctx.set_input_shape("input_ids", (1, 40)) and ctx.shapes == {"input_ids": (8, 32)}
+    assert ctx.set_tensor_address("input_ids", 4096) and not ctx.set_tensor_address("input_ids", 4096 + 128)
+    assert ctx.addresses == {"input_ids": 4096}
+    assert not ctx.set_optimization_profile_async(2, 0) and ctx.profile == 0
+    assert ctx.set_optimization_profile_async(1, 0) and ctx.profile == 1 and ctx.shapes == {}
+    assert not ctx.execute_async_v3(0)  # no shape set since the switch, and no output address
+
+
+def test_an_emulated_t4_refuses_bf16_and_scores_fp16(compile_artifact, trt_artifact, monkeypatch, tmp_path):
+    from engines.tensorrt import TensorRTEngine
+
+    _emulate(monkeypatch, tmp_path, capability=(7, 5))
+    bf16 = compile_artifact("pair-classification", "tensorrt", precision="bf16")
+    with pytest.raises(TargetMismatchError, match=r"compute capability 7\.5; the artifact's bf16 build needs >= 8\.0"):
+        TensorRTEngine(bf16, open_artifact(bf16), Device("cuda", "0")).load()
+    engine = TensorRTEngine(trt_artifact, open_artifact(trt_artifact), Device("cuda", "0")).load()
+    assert engine.parity_record["passed"] is True
+    engine.close()
+
+
+@pytest.mark.xfail(strict=True, reason="fix 2 of issue #12 (trt-fixes branch): the engine checks what TensorRT returns")
+@pytest.mark.parametrize("call", ["set_optimization_profile_async", "set_input_shape", "set_tensor_address"])
+def test_the_engine_raises_when_tensorrt_refuses_a_call(trt_artifact, monkeypatch, tmp_path, call):
+    """TensorRT answers False and keeps its previous state; going on would score with stale shapes or buffers."""
+    from engines.tensorrt import TensorRTEngine
+
+    _emulate(monkeypatch, tmp_path)
+    monkeypatch.setattr(IExecutionContext, call, lambda self, *args: False)
+    with pytest.raises(RuntimeError, match=call):
+        TensorRTEngine(trt_artifact, open_artifact(trt_artifact), Device("cuda", "0")).load()
+
+
+@pytest.mark.xfail(strict=True, reason="fix 3 of issue #12 (trt-fixes branch): chunk addresses are 256-byte aligned")
+def test_a_profile_whose_max_batch_is_not_a_power_of_two_scores_right(minilm_dir, monkeypatch, tmp_path):
+    """48 rows of 3 fp32 logits are 576 bytes, and 48 rows of 37 int32 tokens 7104: the second chunk's
+    addresses are not 256-byte aligned. The parity probes fit one chunk, so the gate cannot see it."""
+    from engines import compile as compile_cli
+    from engines.registry import engine_class
+    from engines.tensorrt import TensorRTEngine
+    from tests.conftest import build_tiny_bert
+
+    model = build_tiny_bert(tmp_path / "three", minilm_dir, "text-classification", ["a", "b", "c"])
+    out = tmp_path / "artifact"
+    assert compile_cli.main(["--model", str(model), "--task", "text-classification", "--backend", "tensorrt",
+                             "--out", str(out), "--max-seq-len", "340", "--buckets", "48x340"]) == 0
+    assert [p.max_batch for p in trt_build.BuildSpec.read(out).profiles] == [48]  # 16384 // 340 = 48
+    _emulate(monkeypatch, tmp_path)
+    m = open_artifact(out)
+    engine = TensorRTEngine(out, m, Device("cuda", "0")).load()
+    feed = _random_feed(np.random.default_rng(2), 100, 37)  # chunks of 48, 48 and 4 rows
+    np.testing.assert_allclose(engine.submit(feed).result(), engine_class("onnx")(out, m).load().infer(feed), atol=1e-3)
+    engine.close()
