@@ -232,6 +232,8 @@ def _trace_neuron(module, work, backend, buckets, precision, options) -> dict:
             with torch.no_grad():
                 traced = tracer.trace(module, example, compiler_args=list(args),
                                       compiler_workdir=str(workdir / f"b{batch}_s{seq}"), **extra)
+            if backend == "neuronx":  # in place, before saving, as the torch-neuronx docs apply it
+                traced = tracer.dynamic_batch(traced)
             path = work / bucket_file(backend, batch, seq)
             path.parent.mkdir(parents=True, exist_ok=True)
             torch.jit.save(traced, str(path))

@@ -8,8 +8,10 @@ reads it once per process, so one Python worker serves one core for its whole li
 
 Inputs are padded on the sequence axis to the smallest compiled bucket that fits (the scorer
 already does this for static engines); the batch axis is handled by the runtime's dynamic
-batching (`torch_neuronx.dynamic_batch`, or `dynamic_batch_size=True` at Inf1 trace time),
-which splits and pads dim 0 to the compiled batch size.
+batching, which splits and pads dim 0 to the compiled batch size. Both switch it on at compile
+time, in the saved module (`torch_neuronx.dynamic_batch` before torch.jit.save,
+`dynamic_batch_size=True` in the Inf1 trace; engines/accel_compile.py), so a loaded bucket is
+used as it is.
 """
 from __future__ import annotations
 
@@ -133,7 +135,7 @@ class NeuronBase(Engine):
             for batch, seq in sorted(self.manifest.buckets, key=lambda b: b[1]):
                 model = torch.jit.load(str(self.folder / bucket_file(self.folder_name, batch, seq)))
                 if seq not in self._models or batch > self._models[seq][0]:
-                    self._models[seq] = (batch, self._wrap(module, model))
+                    self._models[seq] = (batch, model)
             self._seqs = sorted(self._models)
             record = parity.check_stored(self._infer, self.folder, self.manifest.task, self.manifest.precision)
         except Exception as e:  # noqa: BLE001 - say plainly when there is no Neuron device at all
@@ -147,9 +149,6 @@ class NeuronBase(Engine):
         self.parity_record = record
         if record is not None and not record["passed"]:
             raise ParityError(f"{self.backend} artifact {self.manifest.model_id} failed parity on this NeuronCore: {record}")
-
-    def _wrap(self, module, model):
-        return model
 
     def _infer(self, feed: Mapping[str, np.ndarray]) -> np.ndarray:
         torch = self._torch
@@ -184,10 +183,6 @@ class NeuronxEngine(NeuronBase):
     folder_name = "neuronx"
     install_hint = ("install torch-neuronx==2.9.* (with neuronx-cc) from the Neuron pip repository into the "
                     "executors' Python 3.11 environment; see docs/accelerators.md")
-
-    def _wrap(self, module, model):
-        # Splits and pads dim 0 to the compiled batch size (engines.md §2.4).
-        return module.dynamic_batch(model)
 
 
 class NeuronEngine(NeuronBase):
