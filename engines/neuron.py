@@ -119,7 +119,7 @@ class NeuronBase(Engine):
                 f"artifact {self.manifest.model_id} was traced with {self.distribution} {built}; this worker has "
                 f"{installed}. Recompile it with the executors' Neuron SDK (python -m engines.compile --backend "
                 f"{self.backend} ...)")
-        instance = hardware.neuron_instance_type()
+        instance = hardware.instance_type()
         want = target.get("instance")
         if instance and want and hardware.neuron_generation(instance) != hardware.neuron_generation(want):
             raise TargetMismatchError(f"artifact was compiled for {want} (NeuronCore {hardware.neuron_generation(want)}); "

@@ -207,6 +207,19 @@ def test_target_version_mismatch_is_refused(neuronx, double):
         NeuronEngine(folder, m, Device("neuron", "0")).load()
 
 
+def test_the_hosts_instance_type_decides_the_neuroncore_generation(neuronx, double, monkeypatch):
+    """The artifact's target is compared with this host's instance type (engines/hardware.py), which
+    neuron-ls does not print per device."""
+    from engines import hardware
+
+    folder, _ = neuronx
+    monkeypatch.setattr(hardware, "instance_type", lambda: "inf1.6xlarge")
+    with pytest.raises(TargetMismatchError, match=r"compiled for inf2 \(NeuronCore v2\); this is a inf1.6xlarge"):
+        NeuronxEngine(folder, open_artifact(folder), Device("neuron", "0")).load()
+    monkeypatch.setattr(hardware, "instance_type", lambda: "trn1.2xlarge")  # the same generation
+    NeuronxEngine(folder, open_artifact(folder), Device("neuron", "0")).load().close()
+
+
 def test_failed_parity_on_the_core_is_refused(neuronx, double, monkeypatch):
     folder, _ = neuronx
     monkeypatch.setitem(parity.SCORE_P99, "bf16", -1.0)

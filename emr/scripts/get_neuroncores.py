@@ -6,8 +6,10 @@ Prints Spark's ResourceInformation JSON: {"name": "neuroncore", "addresses": ["0
 Where the cores come from, in order:
 1. NEURON_RT_VISIBLE_CORES ("3", "0-1", "0,2-3"): on Kubernetes the Neuron device plugin sets it
    to the cores granted to this container, so those are the executor's cores.
-2. `neuron-ls -j` (PATH, then /opt/aws/neuron/bin): every device's `neuroncore_ids`; tools that
-   number cores per device are renumbered consecutively from each device's `nc_count`.
+2. neuron-ls (PATH, then /opt/aws/neuron/bin) as JSON: `--output-format json` (Neuron 2.34 on, an
+   object with instance-wide fields and a list of devices), else `-j` (older tools, a list of
+   devices): every device's `neuroncore_ids`; tools that number cores per device are renumbered
+   consecutively from each device's `nc_count`.
 Exits 1 with a message on stderr when neither is available. Needs only Python 3's stdlib.
 """
 import json
@@ -17,6 +19,7 @@ import subprocess
 import sys
 
 NEURON_LS_FALLBACK = "/opt/aws/neuron/bin/neuron-ls"
+NEURON_LS_JSON_FLAGS = (["--output-format", "json"], ["-j"])  # 2.34 replaced -j
 
 
 def expand(text):
@@ -29,15 +32,44 @@ def expand(text):
     return cores
 
 
+def is_device(d):
+    return isinstance(d, dict) and ("nc_count" in d or "neuroncore_ids" in d)
+
+
+def devices_in(report):
+    """The device list of either format; the new one's field names are undocumented, so by content."""
+    if isinstance(report, list):
+        return report
+    if not isinstance(report, dict):
+        raise ValueError("neuron-ls printed neither a list nor an object of devices")
+    if is_device(report):
+        return [report]
+    lists = [v for v in report.values() if isinstance(v, list) and v and all(is_device(d) for d in v)]
+    return lists[0] if lists else []
+
+
 def from_neuron_ls(text):
-    devices = json.loads(text or "[]")
-    if isinstance(devices, dict):
-        devices = [devices]
+    devices = devices_in(json.loads(text or "[]"))
     ids = [str(i) for d in devices for i in d.get("neuroncore_ids") or []]
     total = sum(int(d.get("nc_count") or len(d.get("neuroncore_ids") or [])) for d in devices)
     if ids and len(set(ids)) == len(ids) == total:
         return sorted(ids, key=int)
     return [str(i) for i in range(total)]
+
+
+def run_neuron_ls(tool):
+    """Core ids from the first of NEURON_LS_JSON_FLAGS that gives JSON; RuntimeError naming each failure."""
+    failures = []
+    for flags in NEURON_LS_JSON_FLAGS:
+        done = subprocess.run([tool, *flags], capture_output=True, text=True, check=False)
+        if done.returncode == 0:
+            try:
+                return from_neuron_ls(done.stdout)
+            except ValueError as e:  # a tool that ignored the flag and printed its table
+                failures.append(f"neuron-ls {' '.join(flags)} printed no JSON ({e})")
+                continue
+        failures.append(f"neuron-ls {' '.join(flags)} failed ({done.returncode}): {done.stderr.strip()}")
+    raise RuntimeError("; ".join(failures))
 
 
 def main():
@@ -50,11 +82,11 @@ def main():
             print("get_neuroncores.py: neither NEURON_RT_VISIBLE_CORES nor neuron-ls is available; "
                   "is the Neuron driver and aws-neuronx-tools installed on this node?", file=sys.stderr)
             return 1
-        done = subprocess.run([tool, "-j"], capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            print(f"get_neuroncores.py: neuron-ls -j failed ({done.returncode}): {done.stderr.strip()}", file=sys.stderr)
+        try:
+            addresses = run_neuron_ls(tool)
+        except RuntimeError as e:
+            print(f"get_neuroncores.py: {e}", file=sys.stderr)
             return 1
-        addresses = from_neuron_ls(done.stdout)
     print(json.dumps({"name": "neuroncore", "addresses": addresses}))
     return 0
 
