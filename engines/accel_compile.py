@@ -33,8 +33,6 @@ NEURONX_TARGETS = ("inf2", "trn1", "trn1n", "trn2")
 # Kept in fp32 inside fp16/bf16 graphs: normalisation statistics lose too much in half precision.
 FP32_OPS = ("LayerNormalization", "ReduceMean", "ReduceSum", "ReduceL2", "Pow", "Sqrt")
 BF16_MAX = 3.3895313892515355e38  # largest finite bfloat16
-NEURON_INSTALL = ("the Neuron SDK's PyTorch packages ({dist} and its compiler) from the Neuron pip repository; "
-                  "see docs/accelerators.md")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,14 +208,14 @@ def _trace_neuron(module, work, backend, buckets, precision, options) -> dict:
     from engines import export as onnx_export
     from engines import hardware
     from engines.neuron import bucket_file
+    from engines.registry import engine_class
 
-    name, dist, compiler = (("torch_neuronx", "torch-neuronx", "neuronx-cc") if backend == "neuronx"
-                            else ("torch_neuron", "torch-neuron", "neuron-cc"))
+    engine = engine_class(backend)
+    dist, compiler = engine.distribution, {"neuronx": "neuronx-cc", "neuron": "neuron-cc"}[backend]
     try:
-        tracer = importlib.import_module(name)
+        tracer = importlib.import_module(engine.runtime_module)
     except ImportError as e:
-        raise EngineUnavailableError(f"compile --backend {backend} needs {dist} ({e}); install "
-                                     + NEURON_INSTALL.format(dist=dist)) from None
+        raise engine.missing_runtime(f"compile --backend {backend}", e) from None
     if backend == "neuronx":
         if options.neuron_target not in NEURONX_TARGETS:
             raise ArtifactError(f"--neuron-target must be one of {NEURONX_TARGETS}, got {options.neuron_target!r}")

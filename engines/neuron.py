@@ -80,7 +80,6 @@ class NeuronBase(Engine):
     runtime_module: str
     distribution: str
     folder_name: str
-    install_hint: str
 
     @property
     def spec(self) -> EngineSpec:
@@ -96,9 +95,13 @@ class NeuronBase(Engine):
             import torch
             module = importlib.import_module(self.runtime_module)
         except ImportError as e:
-            raise EngineUnavailableError(f"backend {self.backend} needs {self.distribution} ({e}); "
-                                         f"{self.install_hint}") from e
+            raise self.missing_runtime(f"backend {self.backend}", e) from e
         return torch, module
+
+    @classmethod
+    def missing_runtime(cls, action: str, error: ImportError) -> EngineUnavailableError:
+        """What `action` (scoring, or compiling in engines/accel_compile.py) says without the runtime."""
+        return EngineUnavailableError(f"{action} needs {cls.distribution} ({error}); {cls.install_hint()}")
 
     def _installed_version(self, module) -> str:
         version = getattr(module, "__version__", None)
@@ -181,8 +184,10 @@ class NeuronxEngine(NeuronBase):
     runtime_module = "torch_neuronx"
     distribution = "torch-neuronx"
     folder_name = "neuronx"
-    install_hint = ("install torch-neuronx==2.9.* (with neuronx-cc) from the Neuron pip repository into the "
-                    "executors' Python 3.11 environment; see docs/accelerators.md")
+    @staticmethod
+    def install_hint() -> str:
+        return ("install torch-neuronx==2.9.* (with neuronx-cc) from the Neuron pip repository into the "
+                "executors' Python 3.11 environment; see docs/accelerators.md")
 
 
 class NeuronEngine(NeuronBase):
@@ -192,5 +197,13 @@ class NeuronEngine(NeuronBase):
     runtime_module = "torch_neuron"
     distribution = "torch-neuron"
     folder_name = "neuron"
-    install_hint = ("torch-neuron needs its own Python 3.8-3.10 environment with torch 1.13.1, from the Neuron "
-                    "pip repository (Neuron <= 2.26.1 DLAMI); see docs/accelerators.md")
+    @staticmethod
+    def install_hint() -> str:
+        """torch-neuron 1.13.1 pins torch 1.13.1 and has no build past Python 3.10, so it cannot join a
+        compile or neuronx environment (torch >= 2.3); say so, and what this one has."""
+        import torch
+
+        here = f"Python {sys.version_info[0]}.{sys.version_info[1]} with torch {torch.__version__}"
+        return (f"torch-neuron (Inf1) installs only into its own Python 3.10 environment with torch 1.13.1, "
+                f"and this is {here}: there, pip install this project with its inf1 extra ('.[inf1]', not "
+                f"'.[compile]') and the Neuron pip repository as an extra index; see docs/accelerators.md, Inf1")

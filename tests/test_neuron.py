@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -101,6 +102,42 @@ def test_compile_without_the_neuron_sdk_is_a_clear_error(tiny_models, tmp_path, 
         mp.undo()
     assert rc == 2 and not (tmp_path / "x").exists()
     assert "compile --backend neuronx needs torch-neuronx" in capsys.readouterr().err
+
+
+def test_inf1_compile_without_its_environment_says_which_one(tiny_models, tmp_path, capsys):
+    """torch-neuron cannot install next to torch >= 2.3 or on Python 3.11: the error says where it can."""
+    import torch
+
+    from engines import compile as compile_cli
+
+    mp = without_neuron_sdk()
+    try:
+        rc = compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",
+                               "--backend", "neuron", "--out", str(tmp_path / "x")])
+    finally:
+        mp.undo()
+    err = capsys.readouterr().err
+    assert rc == 2 and "compile --backend neuron needs torch-neuron" in err
+    assert "own Python 3.10 environment with torch 1.13.1" in err and "'.[inf1]', not '.[compile]'" in err
+    assert f"this is Python {sys.version_info[0]}.{sys.version_info[1]} with torch {torch.__version__}" in err
+
+
+def test_inf1_extra_resolves_on_its_own_python_and_torch():
+    """pyproject.toml's inf1 extra: torch-neuron 1.13.1's torch and Python, and a transformers and
+    numpy that run on torch 1.13, all inside this project's own requirements."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"]
+    inf1 = {r.name: r.specifier for r in map(Requirement, project["optional-dependencies"]["inf1"])}
+    base = {r.name: r.specifier for r in map(Requirement, project["dependencies"])}
+    assert inf1["torch-neuron"].contains("1.13.1.2.11.13.0") and inf1["neuron-cc"].contains("1.24.0.0")
+    assert list(inf1["torch"].filter(["1.13.1", "2.3.0"])) == ["1.13.1"]
+    assert inf1["transformers"].contains("4.47.1") and not inf1["transformers"].contains("4.48.0")
+    assert (inf1["numpy"] & base["numpy"]).contains("1.26.4") and not inf1["numpy"].contains("2.0.0")
+    assert SpecifierSet(project["requires-python"]).contains("3.10")  # torch-neuron's last Python
 
 
 def test_neuron_buckets_must_cover_max_seq_len(tiny_models, tmp_path, capsys):
