@@ -188,7 +188,7 @@ def neuronx_compiler_args(precision: str, target: str) -> list[str]:
 
 
 def neuron_compiler_args(precision: str) -> list[str]:
-    # argmax-sensitive models: keep relayouts exact (torch-neuron release notes, engines.md §1.2).
+    # argmax-sensitive models: keep relayouts exact (torch-neuron release notes, known issues).
     return ["--fp32-cast", f"matmult-{precision}", "--fast-math", "no-fast-relayout"]
 
 

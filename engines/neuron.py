@@ -1,10 +1,10 @@
 """AWS Neuron: one traced TorchScript per (batch, seq) bucket, on one NeuronCore.
 
 `neuronx` runs torch-neuronx artifacts on Inf2/Trn1 (torch-neuronx 2.9.x, the primary path);
-`neuron` runs torch-neuron artifacts on Inf1 (legacy; its own Python environment with torch
-1.13, engines.md §1). Both pin the process to the task's NeuronCore by setting
-NEURON_RT_VISIBLE_CORES *before* the Neuron runtime is imported (engines.md §1.4): the runtime
-reads it once per process, so one Python worker serves one core for its whole life.
+`neuron` runs torch-neuron artifacts on Inf1 (legacy; its own Python 3.10 environment with torch
+1.13.1, pyproject.toml's inf1 extra). Both pin the process to the task's NeuronCore by setting
+NEURON_RT_VISIBLE_CORES *before* the Neuron runtime is imported: the runtime reads it once per
+process, so one Python worker serves one core for its whole life (docs/accelerators.md).
 
 Inputs are padded on the sequence axis to the smallest compiled bucket that fits (the scorer
 already does this for static engines); the batch axis is handled by the runtime's dynamic
@@ -39,7 +39,7 @@ def versions_compatible(built: str, installed: str) -> bool:
 
     torch-neuronx versions read <torch version>.<neuron release>.<build>, e.g. 2.9.0.2.15.32035;
     torch-neuron (Inf1) ones read <torch>.<neuron> too, e.g. 1.13.1.2.11.13.0. Traced models are
-    tied to the SDK that compiled them (engines.md §2.6), so both parts must agree.
+    tied to the SDK that compiled them, so both parts must agree.
     """
     b, i = built.split("."), installed.split(".")
     return len(b) >= 5 and len(i) >= 5 and b[:2] == i[:2] and b[3:5] == i[3:5]
@@ -58,7 +58,7 @@ def pin_core(address: str | None, runtime_module: str, environ=os.environ, modul
             raise EngineUnavailableError(
                 f"this Python worker already runs the Neuron runtime on NeuronCore(s) {current}; it cannot move to "
                 f"core {address}. Give each executor one NeuronCore (spark.executor.resource.neuroncore.amount=1, "
-                f"spark.task.resource.neuroncore.amount=1), see engines.md §0.5")
+                f"spark.task.resource.neuroncore.amount=1), see docs/accelerators.md")
         return current
     if address is None:
         if current is None:
