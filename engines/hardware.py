@@ -148,9 +148,10 @@ def neuron_device_present() -> bool:
 def instance_type(product_name: str = DMI_PRODUCT_NAME) -> str | None:
     """This host's EC2 instance type, else None.
 
-    Nitro instances put it in DMI's product name, which costs no request; other hosts (Xen
-    instances, containers without /sys) ask instance metadata (udfs/imds.py). neuron-ls prints
-    no per-device instance type to read it from.
+    Nitro instances put it in DMI's product name, which costs no request (the EC2 guide documents
+    only board_asset_tag there, hence the shape check); other hosts (Xen instances, containers
+    without /sys) ask instance metadata (udfs/imds.py). neuron-ls prints no per-device instance
+    type to read it from.
     """
     try:
         with open(product_name) as f:
