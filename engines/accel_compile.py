@@ -35,8 +35,6 @@ NEURONX_TARGETS = ("inf2", "trn1", "trn1n", "trn2")
 # Kept in fp32 inside fp16/bf16 graphs: normalisation statistics lose too much in half precision.
 FP32_OPS = ("LayerNormalization", "ReduceMean", "ReduceSum", "ReduceL2", "Pow", "Sqrt")
 BF16_MAX = 3.3895313892515355e38  # largest finite bfloat16
-NEURON_INSTALL = ("the Neuron SDK's PyTorch packages ({dist} and its compiler) from the Neuron pip repository; "
-                  "see docs/accelerators.md")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,7 +190,7 @@ def neuronx_compiler_args(precision: str, target: str) -> list[str]:
 
 
 def neuron_compiler_args(precision: str) -> list[str]:
-    # argmax-sensitive models: keep relayouts exact (torch-neuron release notes, engines.md §1.2).
+    # argmax-sensitive models: keep relayouts exact (torch-neuron release notes, known issues).
     return ["--fp32-cast", f"matmult-{precision}", "--fast-math", "no-fast-relayout"]
 
 
@@ -212,14 +210,14 @@ def _trace_neuron(module, work, backend, buckets, precision, options) -> dict:
     from engines import export as onnx_export
     from engines import hardware
     from engines.neuron import bucket_file
+    from engines.registry import engine_class
 
-    name, dist, compiler = (("torch_neuronx", "torch-neuronx", "neuronx-cc") if backend == "neuronx"
-                            else ("torch_neuron", "torch-neuron", "neuron-cc"))
+    engine = engine_class(backend)
+    dist, compiler = engine.distribution, {"neuronx": "neuronx-cc", "neuron": "neuron-cc"}[backend]
     try:
-        tracer = importlib.import_module(name)
+        tracer = importlib.import_module(engine.runtime_module)
     except ImportError as e:
-        raise EngineUnavailableError(f"compile --backend {backend} needs {dist} ({e}); install "
-                                     + NEURON_INSTALL.format(dist=dist)) from None
+        raise engine.missing_runtime(f"compile --backend {backend}", e) from None
     if backend == "neuronx":
         if options.neuron_target not in NEURONX_TARGETS:
             raise ArtifactError(f"--neuron-target must be one of {NEURONX_TARGETS}, got {options.neuron_target!r}")
@@ -234,6 +232,8 @@ def _trace_neuron(module, work, backend, buckets, precision, options) -> dict:
             with torch.no_grad():
                 traced = tracer.trace(module, example, compiler_args=list(args),
                                       compiler_workdir=str(workdir / f"b{batch}_s{seq}"), **extra)
+            if backend == "neuronx":  # in place, before saving, as the torch-neuronx docs apply it
+                traced = tracer.dynamic_batch(traced)
             path = work / bucket_file(backend, batch, seq)
             path.parent.mkdir(parents=True, exist_ok=True)
             torch.jit.save(traced, str(path))

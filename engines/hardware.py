@@ -10,10 +10,17 @@ import dataclasses
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 from typing import Mapping
 
+from udfs import imds
+
+# `neuron-ls --output-format json` replaces `-j` from Neuron 2.34; older tools know only `-j`.
+NEURON_LS_JSON_FLAGS = (("--output-format", "json"), ("-j",))
+DMI_PRODUCT_NAME = "/sys/devices/virtual/dmi/id/product_name"
+INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")  # inf2.xlarge; not "Standard PC (Q35 ...)"
 # NeuronCore generations: an artifact compiled for one runs on instances of the same group.
 NEURON_GENERATIONS = {"inf1": "v1", "inf2": "v2", "trn1": "v2", "trn1n": "v2", "trn2": "v3", "trn2n": "v3"}
 
@@ -52,15 +59,34 @@ def parse_core_list(text: str) -> list[str]:
     return cores
 
 
+def neuron_devices(report) -> list[dict]:
+    """The per-device objects of a parsed neuron-ls JSON report, in either format.
+
+    `neuron-ls -j` (Neuron 2.33 and older) prints a list of devices. `neuron-ls --output-format
+    json` (2.34 on) prints an object whose top-level fields describe the instance and UltraServer
+    and hold the devices in a list; the docs give no field names for it (tests/canned/README.md),
+    so the list is found by its content: objects with `nc_count` or `neuroncore_ids`.
+    """
+    def is_device(d) -> bool:
+        return isinstance(d, dict) and ("nc_count" in d or "neuroncore_ids" in d)
+
+    if isinstance(report, list):
+        return report
+    if not isinstance(report, dict):
+        raise ValueError(f"neuron-ls printed neither a list nor an object of devices: {str(report)[:80]!r}")
+    if is_device(report):  # a single device
+        return [report]
+    lists = [v for v in report.values() if isinstance(v, list) and v and all(is_device(d) for d in v)]
+    return lists[0] if lists else []
+
+
 def parse_neuron_ls(text: str) -> list[str]:
-    """NeuronCore ids from `neuron-ls -j` output (a JSON list with one object per device).
+    """NeuronCore ids from neuron-ls JSON output (either format, see neuron_devices).
 
     Uses each device's `neuroncore_ids`; where those are missing or repeat across devices
     (older tools number them per device), numbers cores consecutively from each `nc_count`.
     """
-    devices = json.loads(text or "[]")
-    if isinstance(devices, dict):  # tolerate a single object
-        devices = [devices]
+    devices = neuron_devices(json.loads(text or "[]"))
     ids = [str(i) for d in devices for i in d.get("neuroncore_ids") or []]
     total = sum(int(d.get("nc_count") or len(d.get("neuroncore_ids") or [])) for d in devices)
     if ids and len(set(ids)) == len(ids) == total:
@@ -90,39 +116,51 @@ def local_gpus() -> int:
     return len(glob.glob("/dev/nvidia[0-9]*"))
 
 
+def neuron_ls_cores() -> list[str] | None:
+    """NeuronCore ids from neuron-ls, trying Neuron 2.34's flag before the `-j` it replaced; None
+    when neither gives JSON (no tool, or a tool that refuses or ignores the flag)."""
+    for flags in NEURON_LS_JSON_FLAGS:
+        out = _run(["neuron-ls", *flags])
+        if out is None:
+            continue
+        try:
+            return parse_neuron_ls(out)
+        except (ValueError, TypeError):
+            continue
+    return None
+
+
 def local_neuron_cores() -> int:
     visible = os.environ.get("NEURON_RT_VISIBLE_CORES")  # set by the Kubernetes device plugin
     if visible:
         return len(parse_core_list(visible))
-    out = _run(["neuron-ls", "-j"])
-    if out is not None:
-        try:
-            return len(parse_neuron_ls(out))
-        except (ValueError, TypeError):
-            pass
+    cores = neuron_ls_cores()
+    if cores is not None:
+        return len(cores)
     return len(glob.glob("/dev/neuron[0-9]*"))  # devices, not cores; enough to say "present"
 
 
 def neuron_device_present() -> bool:
     """A Neuron device node or a working `neuron-ls` (ignores NEURON_RT_VISIBLE_CORES, which we set)."""
-    if glob.glob("/dev/neuron[0-9]*"):
-        return True
-    out = _run(["neuron-ls", "-j"])
-    try:
-        return bool(out and parse_neuron_ls(out))
-    except (ValueError, TypeError):
-        return False
+    return bool(glob.glob("/dev/neuron[0-9]*") or neuron_ls_cores())
 
 
-def neuron_instance_type() -> str | None:
-    """The instance type `neuron-ls -j` reports (newer tools only), else None."""
-    out = _run(["neuron-ls", "-j"])
+def instance_type(product_name: str = DMI_PRODUCT_NAME) -> str | None:
+    """This host's EC2 instance type, else None.
+
+    Nitro instances put it in DMI's product name, which costs no request (the EC2 guide documents
+    only board_asset_tag there, hence the shape check); other hosts (Xen instances, containers
+    without /sys) ask instance metadata (udfs/imds.py). neuron-ls prints no per-device instance
+    type to read it from.
+    """
     try:
-        devices = json.loads(out) if out else []
-    except ValueError:
-        return None
-    types = {d.get("instance_type") for d in devices if isinstance(d, dict) and d.get("instance_type")}
-    return types.pop() if len(types) == 1 else None
+        with open(product_name) as f:
+            name = f.read().strip()
+    except OSError:
+        name = ""
+    if INSTANCE_TYPE.fullmatch(name):
+        return name
+    return imds.this_host()
 
 
 # Engine device kind -> the Spark resource name executors request it by.

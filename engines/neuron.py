@@ -1,15 +1,17 @@
 """AWS Neuron: one traced TorchScript per (batch, seq) bucket, on one NeuronCore.
 
 `neuronx` runs torch-neuronx artifacts on Inf2/Trn1 (torch-neuronx 2.9.x, the primary path);
-`neuron` runs torch-neuron artifacts on Inf1 (legacy; its own Python environment with torch
-1.13, engines.md §1). Both pin the process to the task's NeuronCore by setting
-NEURON_RT_VISIBLE_CORES *before* the Neuron runtime is imported (engines.md §1.4): the runtime
-reads it once per process, so one Python worker serves one core for its whole life.
+`neuron` runs torch-neuron artifacts on Inf1 (legacy; its own Python 3.10 environment with torch
+1.13.1, pyproject.toml's inf1 extra). Both pin the process to the task's NeuronCore by setting
+NEURON_RT_VISIBLE_CORES *before* the Neuron runtime is imported: the runtime reads it once per
+process, so one Python worker serves one core for its whole life (docs/accelerators.md).
 
 Inputs are padded on the sequence axis to the smallest compiled bucket that fits (the scorer
 already does this for static engines); the batch axis is handled by the runtime's dynamic
-batching (`torch_neuronx.dynamic_batch`, or `dynamic_batch_size=True` at Inf1 trace time),
-which splits and pads dim 0 to the compiled batch size.
+batching, which splits and pads dim 0 to the compiled batch size. Both switch it on at compile
+time, in the saved module (`torch_neuronx.dynamic_batch` before torch.jit.save,
+`dynamic_batch_size=True` in the Inf1 trace; engines/accel_compile.py), so a loaded bucket is
+used as it is.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ def versions_compatible(built: str, installed: str) -> bool:
 
     torch-neuronx versions read <torch version>.<neuron release>.<build>, e.g. 2.9.0.2.15.32035;
     torch-neuron (Inf1) ones read <torch>.<neuron> too, e.g. 1.13.1.2.11.13.0. Traced models are
-    tied to the SDK that compiled them (engines.md §2.6), so both parts must agree.
+    tied to the SDK that compiled them, so both parts must agree.
     """
     b, i = built.split("."), installed.split(".")
     return len(b) >= 5 and len(i) >= 5 and b[:2] == i[:2] and b[3:5] == i[3:5]
@@ -56,7 +58,7 @@ def pin_core(address: str | None, runtime_module: str, environ=os.environ, modul
             raise EngineUnavailableError(
                 f"this Python worker already runs the Neuron runtime on NeuronCore(s) {current}; it cannot move to "
                 f"core {address}. Give each executor one NeuronCore (spark.executor.resource.neuroncore.amount=1, "
-                f"spark.task.resource.neuroncore.amount=1), see engines.md §0.5")
+                f"spark.task.resource.neuroncore.amount=1), see docs/accelerators.md")
         return current
     if address is None:
         if current is None:
@@ -78,7 +80,6 @@ class NeuronBase(Engine):
     runtime_module: str
     distribution: str
     folder_name: str
-    install_hint: str
 
     @property
     def spec(self) -> EngineSpec:
@@ -94,9 +95,13 @@ class NeuronBase(Engine):
             import torch
             module = importlib.import_module(self.runtime_module)
         except ImportError as e:
-            raise EngineUnavailableError(f"backend {self.backend} needs {self.distribution} ({e}); "
-                                         f"{self.install_hint}") from e
+            raise self.missing_runtime(f"backend {self.backend}", e) from e
         return torch, module
+
+    @classmethod
+    def missing_runtime(cls, action: str, error: ImportError) -> EngineUnavailableError:
+        """What `action` (scoring, or compiling in engines/accel_compile.py) says without the runtime."""
+        return EngineUnavailableError(f"{action} needs {cls.distribution} ({error}); {cls.install_hint()}")
 
     def _installed_version(self, module) -> str:
         version = getattr(module, "__version__", None)
@@ -117,7 +122,7 @@ class NeuronBase(Engine):
                 f"artifact {self.manifest.model_id} was traced with {self.distribution} {built}; this worker has "
                 f"{installed}. Recompile it with the executors' Neuron SDK (python -m engines.compile --backend "
                 f"{self.backend} ...)")
-        instance = hardware.neuron_instance_type()
+        instance = hardware.instance_type()
         want = target.get("instance")
         if instance and want and hardware.neuron_generation(instance) != hardware.neuron_generation(want):
             raise TargetMismatchError(f"artifact was compiled for {want} (NeuronCore {hardware.neuron_generation(want)}); "
@@ -133,7 +138,7 @@ class NeuronBase(Engine):
             for batch, seq in sorted(self.manifest.buckets, key=lambda b: b[1]):
                 model = torch.jit.load(str(self.folder / bucket_file(self.folder_name, batch, seq)))
                 if seq not in self._models or batch > self._models[seq][0]:
-                    self._models[seq] = (batch, self._wrap(module, model))
+                    self._models[seq] = (batch, model)
             self._seqs = sorted(self._models)
             record = parity.check_stored(self._infer, self.folder, self.manifest.task, self.manifest.precision)
         except Exception as e:  # noqa: BLE001 - say plainly when there is no Neuron device at all
@@ -147,9 +152,6 @@ class NeuronBase(Engine):
         self.parity_record = record
         if record is not None and not record["passed"]:
             raise ParityError(f"{self.backend} artifact {self.manifest.model_id} failed parity on this NeuronCore: {record}")
-
-    def _wrap(self, module, model):
-        return model
 
     def _infer(self, feed: Mapping[str, np.ndarray]) -> np.ndarray:
         torch = self._torch
@@ -182,12 +184,10 @@ class NeuronxEngine(NeuronBase):
     runtime_module = "torch_neuronx"
     distribution = "torch-neuronx"
     folder_name = "neuronx"
-    install_hint = ("install torch-neuronx==2.9.* (with neuronx-cc) from the Neuron pip repository into the "
-                    "executors' Python 3.11 environment; see docs/accelerators.md")
-
-    def _wrap(self, module, model):
-        # Splits and pads dim 0 to the compiled batch size (engines.md §2.4).
-        return module.dynamic_batch(model)
+    @staticmethod
+    def install_hint() -> str:
+        return ("install torch-neuronx==2.9.* (with neuronx-cc) from the Neuron pip repository into the "
+                "executors' Python 3.11 environment; see docs/accelerators.md")
 
 
 class NeuronEngine(NeuronBase):
@@ -197,5 +197,13 @@ class NeuronEngine(NeuronBase):
     runtime_module = "torch_neuron"
     distribution = "torch-neuron"
     folder_name = "neuron"
-    install_hint = ("torch-neuron needs its own Python 3.8-3.10 environment with torch 1.13.1, from the Neuron "
-                    "pip repository (Neuron <= 2.26.1 DLAMI); see docs/accelerators.md")
+    @staticmethod
+    def install_hint() -> str:
+        """torch-neuron 1.13.1 pins torch 1.13.1 and has no build past Python 3.10, so it cannot join a
+        compile or neuronx environment (torch >= 2.3); say so, and what this one has."""
+        import torch
+
+        here = f"Python {sys.version_info[0]}.{sys.version_info[1]} with torch {torch.__version__}"
+        return (f"torch-neuron (Inf1) installs only into its own Python 3.10 environment with torch 1.13.1, "
+                f"and this is {here}: there, pip install this project with its inf1 extra ('.[inf1]', not "
+                f"'.[compile]') and the Neuron pip repository as an extra index; see docs/accelerators.md, Inf1")

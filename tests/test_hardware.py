@@ -22,15 +22,27 @@ SCRIPTS = ROOT / "emr" / "scripts"
 
 @pytest.fixture
 def fake_tools(tmp_path, monkeypatch):
-    """fake_tools(nvidia_smi=text, neuron_ls=text): executables on a PATH that holds only them."""
+    """fake_tools(nvidia_smi=..., neuron_ls=...): executables on a PATH that holds only them.
+
+    A tool's value is the text it prints whatever its arguments, or a dict from its first
+    argument to that text ("*": any other argument); an argument the dict lacks exits 2 with
+    a usage error, as a tool refusing a flag it does not know.
+    """
 
     def install(**outputs):
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir(exist_ok=True)
-        for name, text in outputs.items():
+        for name, answers in outputs.items():
             tool = bin_dir / name.replace("_", "-")
-            (tmp_path / f"{tool.name}.out").write_text(text)
-            tool.write_text(f"#!/bin/sh\ncat '{tmp_path / (tool.name + '.out')}'\n")
+            answers = answers if isinstance(answers, dict) else {"*": answers}
+            cases = []
+            for i, (arg, text) in enumerate(answers.items()):
+                out = tmp_path / f"{tool.name}.{i}.out"
+                out.write_text(text)
+                cases.append(f"  {arg if arg == '*' else repr(arg)}) cat '{out}' ;;")
+            if "*" not in answers:
+                cases.append(f"  *) echo \"{tool.name}: unrecognized option '$1'\" >&2; exit 2 ;;")
+            tool.write_text("#!/bin/sh\ncase \"$1\" in\n" + "\n".join(cases) + "\nesac\n")
             tool.chmod(0o755)
         # Only these and the shell tools the scripts need are reachable; a real nvidia-smi or
         # neuron-ls on this machine is not.
@@ -43,6 +55,12 @@ def fake_tools(tmp_path, monkeypatch):
         return bin_dir
 
     return install
+
+
+def neuron_ls(canned: str) -> dict:
+    """A neuron-ls that knows only the flag of `canned`'s format (tests/canned/README.md)."""
+    flag = "--output-format" if canned.startswith("neuron-ls-output-format-json") else "-j"
+    return {flag: (CANNED / canned).read_text()}
 
 
 def _run_script(name: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
@@ -69,25 +87,43 @@ def test_gpu_discovery_script_fails_loudly_without_nvidia_smi(fake_tools):
 
 
 @pytest.mark.parametrize("canned, expected", [
-    ("neuron-ls-inf2-xlarge.json", ["0", "1"]),
-    ("neuron-ls-inf2-24xlarge.json", [str(i) for i in range(12)]),
-    ("neuron-ls-per-device-ids.json", [str(i) for i in range(16)]),
+    ("neuron-ls-j-inf2-xlarge.json", ["0", "1"]),
+    ("neuron-ls-j-inf2-24xlarge.json", [str(i) for i in range(12)]),
+    ("neuron-ls-j-per-device-ids.json", [str(i) for i in range(16)]),
+    ("neuron-ls-output-format-json-inf2-24xlarge.json", [str(i) for i in range(12)]),
 ])
-def test_neuroncore_discovery_script_reads_neuron_ls(fake_tools, canned, expected):
-    fake_tools(neuron_ls=(CANNED / canned).read_text())
+def test_neuroncore_discovery_script_reads_both_neuron_ls_formats(fake_tools, canned, expected):
+    """Neuron 2.34's neuron-ls has only --output-format json; older ones only -j."""
+    fake_tools(neuron_ls=neuron_ls(canned))
     done = _run_script("get_neuroncores.py")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"name": "neuroncore", "addresses": expected}
     assert hardware.parse_neuron_ls((CANNED / canned).read_text()) == expected  # the probe agrees
 
 
+def test_an_old_neuron_ls_that_ignores_the_new_flag_falls_back_to_j(fake_tools):
+    fake_tools(neuron_ls={"-j": (CANNED / "neuron-ls-j-inf2-xlarge.json").read_text(),
+                          "*": "instance-type: inf2.xlarge\n+--------+--------+\n"})
+    done = _run_script("get_neuroncores.py")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["addresses"] == ["0", "1"]
+    assert hardware.local_neuron_cores() == 2
+
+
+def test_the_new_format_is_read_by_content_not_by_its_undocumented_key():
+    report = json.loads((CANNED / "neuron-ls-output-format-json-inf2-24xlarge.json").read_text())
+    renamed = {"instance": report["instance"], "devices": report.pop("neuron_devices")}
+    assert hardware.parse_neuron_ls(json.dumps(renamed)) == [str(i) for i in range(12)]
+    assert hardware.parse_neuron_ls(json.dumps({**report, "neuron_devices": []})) == []
+
+
 def test_neuroncore_discovery_script_prefers_the_device_plugins_cores(fake_tools):
-    fake_tools(neuron_ls=(CANNED / "neuron-ls-inf2-24xlarge.json").read_text())
+    fake_tools(neuron_ls=neuron_ls("neuron-ls-output-format-json-inf2-24xlarge.json"))
     done = _run_script("get_neuroncores.py", {"NEURON_RT_VISIBLE_CORES": "4-5,9"})
     assert json.loads(done.stdout) == {"name": "neuroncore", "addresses": ["4", "5", "9"]}
 
 
-@pytest.mark.parametrize("canned", ["neuron-ls-inf2-xlarge.json", "neuron-ls-inf2-24xlarge.json"])
+@pytest.mark.parametrize("canned", ["neuron-ls-j-inf2-xlarge.json", "neuron-ls-j-inf2-24xlarge.json", "neuron-ls-output-format-json-inf2-24xlarge.json"])
 def test_neuroncore_discovery_script_refuses_to_guess_an_executors_core(fake_tools, canned):
     """A pod granted one core sees its whole device; without NEURON_RT_VISIBLE_CORES it must not pick one."""
     from emr.eks import EXECUTOR_NEURONCORES_ENV
@@ -102,28 +138,24 @@ def test_neuroncore_discovery_script_refuses_to_guess_an_executors_core(fake_too
 def test_neuroncore_discovery_script_trusts_the_granted_core_or_an_exact_count(fake_tools):
     from emr.eks import EXECUTOR_NEURONCORES_ENV
 
-    fake_tools(neuron_ls=(CANNED / "neuron-ls-inf2-xlarge.json").read_text())
+    fake_tools(neuron_ls=(CANNED / "neuron-ls-j-inf2-xlarge.json").read_text())
     granted = _run_script("get_neuroncores.py", {EXECUTOR_NEURONCORES_ENV: "1", "NEURON_RT_VISIBLE_CORES": "1"})
     assert json.loads(granted.stdout) == {"name": "neuroncore", "addresses": ["1"]}
     whole_device = _run_script("get_neuroncores.py", {EXECUTOR_NEURONCORES_ENV: "2"})
     assert json.loads(whole_device.stdout) == {"name": "neuroncore", "addresses": ["0", "1"]}
 
 
-def test_neuroncore_discovery_script_explains_a_neuron_ls_without_the_old_json_flag(fake_tools):
-    bin_dir = fake_tools()
-    tool = bin_dir / "neuron-ls"
-    tool.write_text("#!/bin/sh\necho 'error: unrecognized option -j' >&2\nexit 2\n")
-    tool.chmod(0o755)
-    done = _run_script("get_neuroncores.py")
-    assert done.returncode == 1 and done.stdout == ""
-    assert "neuron-ls -j failed (2): error: unrecognized option -j" in done.stderr
-    assert "2.34" in done.stderr and "scheduler extension" in done.stderr
-
-
 def test_neuroncore_discovery_script_reads_the_variable_eks_submit_sets():
     from emr.eks import EXECUTOR_NEURONCORES_ENV
 
     assert f'EXECUTOR_NEURONCORES = "{EXECUTOR_NEURONCORES_ENV}"' in (SCRIPTS / "get_neuroncores.py").read_text()
+
+
+def test_neuroncore_discovery_script_names_both_flags_when_neither_works(fake_tools):
+    fake_tools(neuron_ls={})
+    done = _run_script("get_neuroncores.py")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "neuron-ls --output-format json failed (2)" in done.stderr and "neuron-ls -j failed (2)" in done.stderr
 
 
 def test_neuroncore_discovery_script_fails_loudly_without_tools(fake_tools):
@@ -143,11 +175,21 @@ def test_discovery_scripts_are_executable_and_parse():
 
 def test_local_probes_use_the_tools(fake_tools):
     fake_tools(nvidia_smi=(CANNED / "nvidia-smi-4gpu.txt").read_text(),
-               neuron_ls=(CANNED / "neuron-ls-inf2-24xlarge.json").read_text())
+               neuron_ls=neuron_ls("neuron-ls-output-format-json-inf2-24xlarge.json"))
     assert hardware.local_gpus() == 4
     assert hardware.local_neuron_cores() == 12
-    assert hardware.neuron_instance_type() == "inf2.24xlarge"
     assert hardware.neuron_device_present()
+
+
+def test_instance_type_comes_from_the_host_not_from_neuron_ls(tmp_path, monkeypatch):
+    """Nitro instances name their type in DMI; elsewhere instance metadata answers (udfs/imds.py)."""
+    product_name = tmp_path / "product_name"
+    product_name.write_text("inf2.24xlarge\n")
+    assert hardware.instance_type(str(product_name)) == "inf2.24xlarge"
+    monkeypatch.setattr(hardware.imds, "this_host", lambda: "inf1.6xlarge")
+    product_name.write_text("Standard PC (Q35 + ICH9, 2009)\n")  # not EC2 Nitro: ask metadata
+    assert hardware.instance_type(str(product_name)) == "inf1.6xlarge"
+    assert hardware.instance_type(str(tmp_path / "absent")) == "inf1.6xlarge"
 
 
 def test_neuron_probe_counts_the_device_plugins_cores(fake_tools, monkeypatch):

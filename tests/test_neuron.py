@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -103,6 +104,42 @@ def test_compile_without_the_neuron_sdk_is_a_clear_error(tiny_models, tmp_path, 
     assert "compile --backend neuronx needs torch-neuronx" in capsys.readouterr().err
 
 
+def test_inf1_compile_without_its_environment_says_which_one(tiny_models, tmp_path, capsys):
+    """torch-neuron cannot install next to torch >= 2.3 or on Python 3.11: the error says where it can."""
+    import torch
+
+    from engines import compile as compile_cli
+
+    mp = without_neuron_sdk()
+    try:
+        rc = compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",
+                               "--backend", "neuron", "--out", str(tmp_path / "x")])
+    finally:
+        mp.undo()
+    err = capsys.readouterr().err
+    assert rc == 2 and "compile --backend neuron needs torch-neuron" in err
+    assert "own Python 3.10 environment with torch 1.13.1" in err and "'.[inf1]', not '.[compile]'" in err
+    assert f"this is Python {sys.version_info[0]}.{sys.version_info[1]} with torch {torch.__version__}" in err
+
+
+def test_inf1_extra_resolves_on_its_own_python_and_torch():
+    """pyproject.toml's inf1 extra: torch-neuron 1.13.1's torch and Python, and a transformers and
+    numpy that run on torch 1.13, all inside this project's own requirements."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"]
+    inf1 = {r.name: r.specifier for r in map(Requirement, project["optional-dependencies"]["inf1"])}
+    base = {r.name: r.specifier for r in map(Requirement, project["dependencies"])}
+    assert inf1["torch-neuron"].contains("1.13.1.2.11.13.0") and inf1["neuron-cc"].contains("1.24.0.0")
+    assert list(inf1["torch"].filter(["1.13.1", "2.3.0"])) == ["1.13.1"]
+    assert inf1["transformers"].contains("4.47.1") and not inf1["transformers"].contains("4.48.0")
+    assert (inf1["numpy"] & base["numpy"]).contains("1.26.4") and not inf1["numpy"].contains("2.0.0")
+    assert SpecifierSet(project["requires-python"]).contains("3.10")  # torch-neuron's last Python
+
+
 def test_neuron_buckets_must_cover_max_seq_len(tiny_models, tmp_path, capsys):
     from engines import compile as compile_cli
 
@@ -149,18 +186,34 @@ def test_inputs_are_padded_to_the_bucket_and_batched_on_dim0(neuronx, double, ti
 
 
 def test_the_double_enforces_compiled_shapes(neuronx, double):
-    """Without our padding the traced model refuses other shapes, as a NEFF does."""
+    """Without our padding the saved model refuses another sequence length, as a NEFF does."""
     import torch
 
     folder, _ = neuronx
-    import torch_neuronx  # noqa: F401  (the double)
-
     model = torch.jit.load(str(folder / "neuronx" / "b4_s16.pt"))
     feed = _feed(4, 10)
-    with pytest.raises(Exception, match="differs from the compiled"):
+    with pytest.raises(Exception, match=r"non-batch dims \(10,\) != compiled \(16,\)"):  # ValueError in TorchScript
         model(*(torch.from_numpy(feed[k]) for k in ("input_ids", "attention_mask", "token_type_ids")))
-    with pytest.raises(ValueError, match="non-batch dims"):
-        torch_neuronx.dynamic_batch(model)(*(torch.from_numpy(feed[k]) for k in feed))
+
+
+def test_dynamic_batch_is_saved_in_the_bucket_files(neuronx, double, tiny_models, monkeypatch):
+    """torch_neuronx.dynamic_batch is applied to the trace before torch.jit.save, as the Neuron docs
+    show, so a loaded bucket takes any batch size and the engine does not wrap it again."""
+    import torch
+    import torch_neuronx  # the double
+
+    folder, _ = neuronx
+    model = torch.jit.load(str(folder / "neuronx" / "b4_s16.pt"))
+    feed = _feed(9, 16)
+    with torch.no_grad():
+        got = model(*(torch.from_numpy(feed[k]) for k in ("input_ids", "attention_mask", "token_type_ids")))
+    np.testing.assert_allclose(got.numpy(), _reference(tiny_models, feed), atol=1e-5)
+
+    def not_at_load(neuron_script):
+        raise AssertionError("dynamic_batch belongs to compile time, not to a module from torch.jit.load")
+
+    monkeypatch.setattr(torch_neuronx, "dynamic_batch", not_at_load)
+    NeuronxEngine(folder, open_artifact(folder), Device("neuron", "0")).load().close()
 
 
 def test_inf1_engine_runs_dynamic_batch(inf1, double, tiny_models):
@@ -189,6 +242,19 @@ def test_target_version_mismatch_is_refused(neuronx, double):
         NeuronxEngine(folder, older, Device("neuron", "0")).load()
     with pytest.raises(TargetMismatchError, match="not a torch-neuron build"):
         NeuronEngine(folder, m, Device("neuron", "0")).load()
+
+
+def test_the_hosts_instance_type_decides_the_neuroncore_generation(neuronx, double, monkeypatch):
+    """The artifact's target is compared with this host's instance type (engines/hardware.py), which
+    neuron-ls does not print per device."""
+    from engines import hardware
+
+    folder, _ = neuronx
+    monkeypatch.setattr(hardware, "instance_type", lambda: "inf1.6xlarge")
+    with pytest.raises(TargetMismatchError, match=r"compiled for inf2 \(NeuronCore v2\); this is a inf1.6xlarge"):
+        NeuronxEngine(folder, open_artifact(folder), Device("neuron", "0")).load()
+    monkeypatch.setattr(hardware, "instance_type", lambda: "trn1.2xlarge")  # the same generation
+    NeuronxEngine(folder, open_artifact(folder), Device("neuron", "0")).load().close()
 
 
 def test_failed_parity_on_the_core_is_refused(neuronx, double, monkeypatch):

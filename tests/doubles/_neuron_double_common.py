@@ -24,8 +24,10 @@ class StaticShape(torch.nn.Module):
     """A traced model whose input shape is fixed, as a compiled NEFF's is.
 
     Only the three-input signature our artifacts trace (input_ids, attention_mask,
-    token_type_ids) is supported. With dynamic_batch, dim 0 may differ (torch-neuron's
-    dynamic_batch_size=True); the sequence axis never may.
+    token_type_ids) is supported. `dynamic_batch` is a scripted attribute, so switching it on
+    after tracing (torch_neuronx.dynamic_batch) is saved by torch.jit.save, as the real flag
+    in the Neuron graph is; with it on, dim 0 is split and padded to the compiled batch and
+    any other dimension that differs raises, as the documented dynamic batching does.
     """
 
     def __init__(self, inner, batch: int, seq: int, dynamic_batch: bool):
@@ -37,11 +39,25 @@ class StaticShape(torch.nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor) -> torch.Tensor:
-        shape: List[int] = input_ids.shape
-        if shape[1] != self.seq or (not self.dynamic_batch and shape[0] != self.batch):
-            raise RuntimeError("neuron test double: input shape " + str(shape) + " differs from the compiled ["
-                               + str(self.batch) + ", " + str(self.seq) + "]")
-        return self.inner(input_ids, attention_mask, token_type_ids)
+        n, seq = input_ids.shape[0], input_ids.shape[1]
+        if self.dynamic_batch and seq != self.seq:
+            raise ValueError("dynamic_batch: non-batch dims (" + str(seq) + ",) != compiled (" + str(self.seq) + ",)")
+        if seq != self.seq or (not self.dynamic_batch and n != self.batch):
+            raise RuntimeError("neuron test double: input shape [" + str(n) + ", " + str(seq) + "] differs from "
+                               "the compiled [" + str(self.batch) + ", " + str(self.seq) + "]")
+        if not self.dynamic_batch:
+            return self.inner(input_ids, attention_mask, token_type_ids)
+        outs: List[torch.Tensor] = []
+        for start in range(0, n, self.batch):
+            ids = input_ids[start:start + self.batch]
+            mask = attention_mask[start:start + self.batch]
+            types = token_type_ids[start:start + self.batch]
+            rows = ids.shape[0]
+            if rows < self.batch:  # pad with copies of the last row, dropped again below
+                ids, mask, types = (torch.cat([x, x[-1:].expand(self.batch - rows, self.seq)])
+                                    for x in (ids, mask, types))
+            outs.append(self.inner(ids, mask, types)[:rows])
+        return torch.cat(outs)
 
 
 def trace_static(func, example_inputs, dynamic_batch: bool, **jit_kwargs):

@@ -1,8 +1,9 @@
 """TEST DOUBLE of torch_neuron (Inf1, legacy) -- NOT the real package. See README.md here.
 
-Follows the documented surface we use: trace(model, example_inputs, compiler_args=...,
-compiler_workdir=..., dynamic_batch_size=False, **jit_kwargs) -> ScriptModule with a fixed
-sequence length (and batch, unless dynamic_batch_size), also reachable as torch.neuron.trace.
+Signature is the documented one (tests/test_neuron_api.py compares it):
+trace(model, example_inputs, **kwargs), where the documented Neuron keywords (NEURON_KEYWORDS) are
+taken and every other keyword goes to torch.jit.trace; returns a ScriptModule with a fixed
+sequence length (and batch, unless dynamic_batch_size=True), also reachable as torch.neuron.trace.
 Records NEURON_RT_VISIBLE_CORES at import.
 """
 from __future__ import annotations
@@ -17,16 +18,17 @@ __version__ = "1.13.1.2.11.13.0"
 IS_TEST_DOUBLE = True
 IMPORT_RECORD = record_import("torch_neuron")
 TRACE_CALLS: list = []
-_TRACE_KEYWORDS = {"compiler_workdir", "compiler_timeout", "subgraph_builder_function", "minimum_segment_size",
-                   "fallback", "optimizations", "separate_weights"}
+NEURON_KEYWORDS = frozenset({"compiler_args", "compiler_timeout", "compiler_workdir", "subgraph_builder_function",
+                             "minimum_segment_size", "single_fusion_ratio_threshold", "fallback",
+                             "dynamic_batch_size", "optimizations", "separate_weights"})
 
 
-def trace(func, example_inputs, compiler_args=None, dynamic_batch_size=False, **kwargs):
-    args = check_compiler_args(compiler_args)
-    jit_kwargs = {k: v for k, v in kwargs.items() if k not in _TRACE_KEYWORDS}  # passed to torch.jit.trace
-    TRACE_CALLS.append({"shape": tuple(example_inputs[0].shape), "compiler_args": args,
-                        "dynamic_batch_size": dynamic_batch_size})
-    return trace_static(func, example_inputs, dynamic_batch=dynamic_batch_size, **jit_kwargs)
+def trace(model, example_inputs, **kwargs):
+    args = check_compiler_args(kwargs.get("compiler_args"))
+    dynamic = bool(kwargs.get("dynamic_batch_size", False))
+    jit_kwargs = {k: v for k, v in kwargs.items() if k not in NEURON_KEYWORDS}
+    TRACE_CALLS.append({"shape": tuple(example_inputs[0].shape), "compiler_args": args, "dynamic_batch_size": dynamic})
+    return trace_static(model, example_inputs, dynamic_batch=dynamic, **jit_kwargs)
 
 
 torch.neuron = sys.modules[__name__]  # the real package registers the torch.neuron namespace

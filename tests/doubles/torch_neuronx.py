@@ -1,8 +1,9 @@
 """TEST DOUBLE of torch_neuronx (Inf2/Trn1) -- NOT the real package. See README.md here.
 
-Follows the documented surface we use: trace(func, example_inputs, *, compiler_workdir=None,
-compiler_args=None, ..., cpu_backend=False) -> ScriptModule with fixed input shapes, and
-dynamic_batch(model). Records NEURON_RT_VISIBLE_CORES at import.
+Signatures are the documented ones (tests/test_neuron_api.py compares them):
+trace(func, example_inputs, *_, ..., cpu_backend=False) -> ScriptModule with fixed input shapes;
+dynamic_batch(neuron_script) switches dynamic batching on in place and returns the same module.
+Records NEURON_RT_VISIBLE_CORES at import.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ IMPORT_RECORD = record_import("torch_neuronx")
 TRACE_CALLS: list = []
 
 
-def trace(func, example_inputs, *_, input_output_aliases=None, compiler_workdir=None, compiler_args=None,
+def trace(func, example_inputs, *_, input_output_aliases={}, compiler_workdir=None, compiler_args=None,  # noqa: B006
           partitioner_config=None, inline_weights_to_neff=True, cpu_backend=False):
     if _:
         raise TypeError("torch_neuronx.trace takes its options as keywords only")
@@ -26,28 +27,8 @@ def trace(func, example_inputs, *_, input_output_aliases=None, compiler_workdir=
     return trace_static(func, example_inputs, dynamic_batch=False)
 
 
-class _DynamicBatch(torch.nn.Module):
-    """Splits and pads dim 0 to the compiled batch size; other dims must match (ValueError)."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, *inputs):
-        batch, seq = int(self.model.batch), int(self.model.seq)
-        for x in inputs:
-            if tuple(x.shape[1:]) != (seq,):
-                raise ValueError(f"dynamic_batch: non-batch dims {tuple(x.shape[1:])} != compiled ({seq},)")
-        n = inputs[0].shape[0]
-        outs = []
-        for start in range(0, n, batch):
-            chunk = [x[start:start + batch] for x in inputs]
-            rows = chunk[0].shape[0]
-            if rows < batch:
-                chunk = [torch.cat([c, c[-1:].expand(batch - rows, *c.shape[1:])]) for c in chunk]
-            outs.append(self.model(*chunk)[:rows])
-        return torch.cat(outs)
-
-
-def dynamic_batch(model):
-    return _DynamicBatch(model)
+def dynamic_batch(neuron_script):
+    if not isinstance(neuron_script, torch.jit.ScriptModule) or not hasattr(neuron_script, "dynamic_batch"):
+        raise TypeError("dynamic_batch takes the ScriptModule torch_neuronx.trace returned")
+    neuron_script.dynamic_batch = True
+    return neuron_script
