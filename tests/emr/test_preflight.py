@@ -15,6 +15,8 @@ import pytest
 
 from emr import envinfo
 from emr.cli import main
+from emr.cluster import DEFAULT_SERVICE_ROLE
+from emr.profiles import DEFAULT_RELEASE_LABEL
 
 PREFIX = "s3://deploy/accel/v1/"
 PROJECT_METADATA = (b"Metadata-Version: 2.1\nName: accel-scoring\nVersion: 0.1.0\n"
@@ -86,7 +88,7 @@ def test_gpu_environment_and_tensorrt_artifact_pass(tmp_path, capsys) -> None:
     model = write_artifact(tmp_path / "pairs-trt")
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--model", str(model))
     assert code == 0, lines
-    assert lines == ["preflight OK: profile g5 (A10G (sm86)), emr-7.13.0, Python 3.11 environment with torch "
+    assert lines == [f"preflight OK: profile g5 (A10G (sm86)), {DEFAULT_RELEASE_LABEL}, Python 3.11 environment with torch "
                      "2.13.0+cu128, tensorrt-cu12 10.16.1.11, artifact pairs-tensorrt@1 (tensorrt)"]
 
 
@@ -115,7 +117,7 @@ def test_an_archive_built_elsewhere_names_its_python(tmp_path, capsys) -> None:
                                "with `make package-al2023` or `make package-gpu`"]
     old = make_archive(tmp_path / "py310.tar.gz", BASE, python="3.10")
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(old))
-    assert code == 1 and "the environment is Python 3.10; emr-7.13.0 nodes have Python 3.11" in lines[0]
+    assert code == 1 and f"the environment is Python 3.10; {DEFAULT_RELEASE_LABEL} nodes have Python 3.11" in lines[0]
 
 
 def test_release_labels_outside_spark_3_5(tmp_path, capsys) -> None:
@@ -238,7 +240,7 @@ def cluster(aws, s3, tmp_path, capsys) -> str:
     s3.create_bucket(Bucket="deploy")
     (tmp_path / "dist").mkdir()
     iam = boto3.client("iam")
-    iam.create_role(RoleName="EMR_DefaultRole", AssumeRolePolicyDocument="{}")
+    iam.create_role(RoleName=DEFAULT_SERVICE_ROLE, AssumeRolePolicyDocument="{}")
     iam.create_role(RoleName="EMR_EC2_DefaultRole", AssumeRolePolicyDocument="{}")
     iam.create_instance_profile(InstanceProfileName="EMR_EC2_DefaultRole")
     assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", "s3://deploy/logs/"]) == 0
