@@ -247,9 +247,9 @@ def cluster(aws, s3, tmp_path, capsys) -> str:
     return capsys.readouterr().out.strip().splitlines()[-1]
 
 
-def _add_step(cluster_id: str, backend: str | None) -> int:
+def _add_step(cluster_id: str, backend: str | None, *extra: str) -> int:
     """add-step with ``-- --backend backend``, or with no job flags (the jobs' auto) for None."""
-    return main(["add-step", "--cluster-id", cluster_id, "--prefix", PREFIX, "--job", "duplicates",
+    return main(["add-step", "--cluster-id", cluster_id, "--prefix", PREFIX, *extra, "--job", "duplicates",
                  "--input", "s3://data/pairs/", "--output", "s3://data/scores/",
                  "--model", PREFIX + "models/pairs-trt/1/", "--run-date", "2026-11-01",
                  *(["--", "--backend", backend] if backend else [])])
@@ -312,3 +312,48 @@ def test_create_cluster_warns_when_tensorrt_steps_would_be_refused(cluster, s3, 
     capsys.readouterr()
     assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", "s3://deploy/logs/"]) == 0
     assert "warning: --backend tensorrt needs torch and tensorrt" in capsys.readouterr().err
+
+
+# --- the bootstrap environment: torch and tensorrt from gpu-requirements.txt and two indexes -----
+
+INDEXES = ("--torch-index-url", "https://torch.example.invalid/cu128",
+           "--nvidia-index-url", "https://nvidia.example.invalid/simple")
+
+
+def test_preflight_knows_the_bootstrap_gpu_environment(tmp_path, capsys) -> None:
+    model = str(write_artifact(tmp_path / "pairs-trt"))
+    code, lines = preflight(capsys, "--profile", "g5", "--python-env", "bootstrap", *INDEXES, "--model", model)
+    assert (code, lines) == (0, ["preflight OK: profile g5 (A10G (sm86)), emr-7.14.0, Python 3.11 environment with "
+                                 "torch 2.13.0+cu128, tensorrt-cu12 10.16.1.11, artifact pairs-tensorrt@1 (tensorrt)"])
+    code, lines = preflight(capsys, "--profile", "g5", "--python-env", "bootstrap", "--pip-extras", "aws",
+                            "--backend", "tensorrt")
+    assert code == 1 and "backend tensorrt needs torch and tensorrt" in problems(lines)[0]
+
+
+def test_preflight_refuses_a_bootstrap_gpu_environment_without_indexes(capsys) -> None:
+    assert main(["preflight", "--profile", "g5", "--python-env", "bootstrap", INDEXES[0], INDEXES[1]]) == 2
+    assert capsys.readouterr().err == (
+        "error: --pip-extras aws,gpu needs --torch-index-url and --nvidia-index-url: the CUDA torch and TensorRT "
+        "of emr/docker/gpu-requirements.txt come from those package indexes (emr/README.md, step 1)\n")
+
+
+def _bootstrap_cluster(capsys, *extra: str) -> str:
+    assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", "s3://deploy/logs/",
+                 "--python-env", "bootstrap", *extra]) == 0
+    return capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def test_add_step_runs_tensorrt_on_a_bootstrap_gpu_cluster(cluster, s3, tmp_path, capsys) -> None:
+    _stage(s3, tmp_path / "dist", BASE)
+    gpu_cluster = _bootstrap_cluster(capsys, *INDEXES)
+    assert _add_step(gpu_cluster, "tensorrt", "--python-env", "bootstrap") == 0
+    assert len(_steps(gpu_cluster)) == 1
+    cpu_cluster = _bootstrap_cluster(capsys, "--pip-extras", "aws")
+    assert _add_step(cpu_cluster, "tensorrt", "--python-env", "bootstrap") == 2
+    assert capsys.readouterr().err == (
+        f"error: --backend tensorrt needs torch and tensorrt, which cluster {cpu_cluster}'s bootstrap environment "
+        "lacks (it has Python 3.11); create the cluster with --python-env bootstrap --pip-extras aws,gpu "
+        "--torch-index-url URL --nvidia-index-url URL\n")
+    assert _add_step(cluster, "tensorrt", "--python-env", "bootstrap") == 2  # an archive cluster
+    assert "has no install-python-env bootstrap action" in capsys.readouterr().err
+    assert _steps(cpu_cluster) == [] and _steps(cluster) == []
