@@ -31,7 +31,8 @@ from typing import Any, Callable, Sequence
 
 from emr import layout as L
 from emr.aws import Clients
-from emr.cluster import DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE
+from emr.bootstrap_env import BootstrapEnv
+from emr.cluster import DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE, PYTHON_ENVS
 from emr.errors import EmrError
 from emr.profiles import DEFAULT_RELEASE_LABEL
 from emr.k8s.sizing import DEFAULT_INSTANCE_TYPE, INF2
@@ -39,6 +40,7 @@ from jobs.cli import BACKENDS as JOB_BACKENDS
 
 L_REPO = Path(__file__).resolve().parent.parent  # the repository (jobs/, dist/) when run from a checkout
 _RUN_DATE_HELP = "YYYY-MM-DD (Airflow passes {{ ds }})"
+_STAGE_HINT = "stage it first with `python -m emr stage`"
 
 
 def _dry_run(help_text: str) -> argparse.ArgumentParser:
@@ -55,6 +57,25 @@ def _common() -> argparse.ArgumentParser:
     aws.add_argument("--region", help="AWS region (default: the usual boto3 chain)")
     aws.add_argument("--aws-profile", help="named profile from the AWS config files")
     return common
+
+
+def _python_env() -> argparse.ArgumentParser:
+    """The executors' Python: create-cluster builds it, preflight checks it (emr/bootstrap_env.py)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    g = parent.add_argument_group("executors' Python")
+    g.add_argument("--python-env", choices=PYTHON_ENVS, default="archive",
+                   help="archive: steps ship the venv-pack archive; bootstrap: install the wheel "
+                        "on every node at start (for multi-GB CUDA stacks)")
+    g.add_argument("--pip-extras", default="aws,gpu", help="extras for --python-env bootstrap")
+    g.add_argument("--torch-index-url", metavar="URL",
+                   help="PyTorch's CUDA 12.8 wheel index, for bootstrap with a gpu extra (required then)")
+    g.add_argument("--nvidia-index-url", metavar="URL",
+                   help="NVIDIA's package index (TensorRT), for bootstrap with a gpu extra (required then)")
+    return parent
+
+
+def _bootstrap_env(args: argparse.Namespace) -> BootstrapEnv:
+    return BootstrapEnv(args.pip_extras, args.torch_index_url, args.nvidia_index_url)
 
 
 def _job_args(p: argparse.ArgumentParser) -> None:
@@ -86,7 +107,7 @@ def _conf(values: Sequence[str]) -> dict[str, str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m emr", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    common = _common()
+    common, python_env = _common(), _python_env()
 
     sub.add_parser("profiles", help="list GPU cluster profiles",
                    parents=[_dry_run("accepted like on every sub-command; profiles sends nothing anyway")])
@@ -98,10 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--extras", default="aws", help="extras installed in the environment (default %(default)s)")
 
     p = sub.add_parser("preflight", help="check a GPU run offline: environment, artifact, profile, release",
-                       parents=[_dry_run("list the checks and read nothing (preflight sends nothing anyway)")])
+                       parents=[_dry_run("list the checks and read nothing (preflight sends nothing anyway)"),
+                                python_env])
     p.add_argument("--profile", required=True, help="GPU profile: see `python -m emr profiles`")
     p.add_argument("--env-archive", type=Path, default=L_REPO / "dist" / L.ENV_ARCHIVE,
-                   help="the environment archive the steps will ship (default %(default)s)")
+                   help="the environment archive the steps will ship, with --python-env archive "
+                        "(default %(default)s)")
     p.add_argument("--model", type=Path, help="a local artifact folder (its manifest.json) to check too")
     p.add_argument("--release-label", default=None, help="EMR release (default from emr.profiles)")
     p.add_argument("--backend", default="auto", choices=JOB_BACKENDS,
@@ -115,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-env", action="store_true",
                    help="do not upload the environment archive (bootstrap-installed environment)")
 
-    p = sub.add_parser("create-cluster", parents=[common], help="create a GPU cluster from a profile")
+    p = sub.add_parser("create-cluster", parents=[common, python_env], help="create a GPU cluster from a profile")
     p.add_argument("--profile", required=True, help="GPU profile: see `python -m emr profiles`")
     p.add_argument("--prefix", required=True, help="the staged prefix (scripts, package)")
     p.add_argument("--log-uri", required=True, help="s3://... for cluster and step logs")
@@ -133,10 +156,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--key-name")
     p.add_argument("--instance-profile", default=DEFAULT_INSTANCE_PROFILE)
     p.add_argument("--service-role", default=DEFAULT_SERVICE_ROLE)
-    p.add_argument("--python-env", choices=("archive", "bootstrap"), default="archive",
-                   help="archive: steps ship the venv-pack archive; bootstrap: install the wheel "
-                        "on every node at start (for multi-GB CUDA stacks)")
-    p.add_argument("--pip-extras", default="aws,gpu", help="extras for --python-env bootstrap")
     p.add_argument("--idle-timeout", type=int, default=3600, help="auto-terminate after idle seconds (0: never)")
     p.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -148,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("add-step", parents=[common], help="add a scoring step to a cluster")
     p.add_argument("--cluster-id", required=True)
     p.add_argument("--prefix", required=True, help="the staged prefix")
-    p.add_argument("--python-env", choices=("archive", "bootstrap"), default="archive")
+    p.add_argument("--python-env", choices=PYTHON_ENVS, default="archive")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra --conf for spark-submit")
     p.add_argument("--action-on-failure", default="CONTINUE",
                    choices=("CONTINUE", "CANCEL_AND_WAIT", "TERMINATE_CLUSTER"))
@@ -225,20 +244,34 @@ def cmd_package(args: argparse.Namespace) -> int:
     return 0
 
 
+def _preflight_env(args: argparse.Namespace) -> tuple[str, Any]:
+    """What preflight checks: the archive, or what the bootstrap action would install."""
+    from emr import envinfo
+    from emr.staging import GPU_REQUIREMENTS
+
+    if args.python_env == "archive":
+        what, read = str(args.env_archive), lambda: envinfo.load(args.env_archive)
+    else:
+        env = _bootstrap_env(args)
+        env.check()
+        what, read = f"the bootstrap environment (--pip-extras {env.extras})", lambda: env.info(GPU_REQUIREMENTS)
+    return what, None if args.dry_run else read()
+
+
 def cmd_preflight(args: argparse.Namespace) -> int:
     from engines.artifact import read_manifest
     from engines.errors import ArtifactError
-    from emr import envinfo, preflight
+    from emr import preflight
     from emr.profiles import DEFAULT_RELEASE_LABEL, get_profile
 
     profile = get_profile(args.profile)
     label = args.release_label or DEFAULT_RELEASE_LABEL
+    what, env = _preflight_env(args)
     if args.dry_run:
         model = f", artifact {args.model}" if args.model else ""
-        _echo(f"would check {args.env_archive}{model} (--backend {args.backend}) against profile "
+        _echo(f"would check {what}{model} (--backend {args.backend}) against profile "
               f"{profile.name} ({profile.instance_type}, {profile.gpu}) and {label}")
         return 0
-    env = envinfo.load(args.env_archive)
     try:
         manifest = read_manifest(args.model) if args.model else None
     except ArtifactError as exc:
@@ -266,22 +299,46 @@ def _artifact_backend(clients: Clients, model: str) -> str | None:
         return None
 
 
-def _check_staged_env(clients: Clients, layout: L.Layout, job: Any, archive_head: dict[str, Any],
-                      dry_run: bool) -> None:
-    """Refuse a step whose backend the staged environment cannot run, before it is added."""
-    from emr import envinfo
-
-    backend, label = job.backend, ""
-    if dry_run:  # a dry run reads nothing back
-        if backend in envinfo.BACKEND_MODULES:
-            _echo(f"would check that {layout.env_manifest} lists {' and '.join(envinfo.BACKEND_MODULES[backend])}")
-        return
-    if backend == "auto" and job.model.startswith("s3://"):
+def _step_backend(clients: Clients, job: Any) -> tuple[str, str]:
+    """The backend a step runs, and what chose it for messages ('' for an explicit --backend)."""
+    if job.backend == "auto" and job.model.startswith("s3://"):
         backend = _artifact_backend(clients, job.model) or "auto"
-        label = f"--backend auto (artifact {job.model} is a {backend} build)"
-    if backend in envinfo.BACKEND_MODULES:
-        envinfo.require_backend(envinfo.staged(clients.s3, layout, archive_head), backend,
-                                str(layout.env_archive), label)
+        return backend, f"--backend auto (artifact {job.model} is a {backend} build)"
+    return job.backend, ""
+
+
+def _check_step_env(clients: Clients, layout: L.Layout, job: Any, args: argparse.Namespace) -> None:
+    """Refuse a step whose backend the executors' Python cannot run, before it is added.
+
+    archive: the staged archive's manifest says what it holds; bootstrap: the cluster's
+    install-python-env action's arguments do (emr/bootstrap_env.py).
+    """
+    from emr import envinfo
+    from emr.bootstrap_env import ACTION_NAME, BootstrapEnv
+    from emr.s3 import require_object
+    from emr.staging import GPU_REQUIREMENTS
+
+    on_archive = args.python_env == "archive"
+    archive = require_object(clients.s3, layout.env_archive, _STAGE_HINT) if on_archive else None
+    where = str(layout.env_archive) if on_archive else f"cluster {args.cluster_id}'s bootstrap environment"
+    if args.dry_run:  # a dry run reads nothing back
+        if job.backend in envinfo.BACKEND_MODULES:
+            _echo(f"would check that {where} has {' and '.join(envinfo.BACKEND_MODULES[job.backend])}")
+        return
+    backend, label = _step_backend(clients, job)
+    if backend not in envinfo.BACKEND_MODULES:
+        return
+    if on_archive:
+        envinfo.require_backend(envinfo.staged(clients.s3, layout, archive), backend, where, label)
+        return
+    actions = clients.emr.list_bootstrap_actions(ClusterId=args.cluster_id)["BootstrapActions"]
+    installs = [a.get("Args", []) for a in actions if a.get("Name") == ACTION_NAME]
+    if not installs:
+        raise EmrError(f"cluster {args.cluster_id} has no {ACTION_NAME} bootstrap action: it was not created "
+                       "with --python-env bootstrap", exit_code=2)
+    envinfo.require_backend(BootstrapEnv.from_script_args(installs[0]).info(GPU_REQUIREMENTS), backend,
+                            where, label, fix="create the cluster with --python-env bootstrap --pip-extras "
+                            "aws,gpu --torch-index-url URL --nvidia-index-url URL")
 
 
 def _gpu_env_warning(clients: Clients, layout: L.Layout) -> str | None:
@@ -334,7 +391,7 @@ def cmd_create_cluster(args: argparse.Namespace) -> int:
         name=args.name, log_uri=args.log_uri, release_label=args.release_label,
         core_instance_count=args.core_count, subnet_ids=tuple(args.subnet_id), key_name=args.key_name,
         instance_profile=args.instance_profile, service_role=args.service_role,
-        python_env=args.python_env, pip_extras=args.pip_extras, idle_timeout_s=args.idle_timeout,
+        python_env=args.python_env, bootstrap_env=_bootstrap_env(args), idle_timeout_s=args.idle_timeout,
         fleet=args.fleet, spot_task_count=args.spot_task_count,
         tags=_conf(args.tag), extra_spark_defaults=_conf(args.conf),
     )
@@ -382,12 +439,9 @@ def cmd_add_step(args: argparse.Namespace) -> int:
                             action_on_failure=args.action_on_failure)
     clients = _clients(args)
     info = cluster.require_active(clients.emr, args.cluster_id)
-    hint = "stage it first with `python -m emr stage`"
-    require_object(clients.s3, layout.job(job.job), hint)
-    require_object(clients.s3, layout.pyfiles, hint)
-    if args.python_env == "archive":
-        archive = require_object(clients.s3, layout.env_archive, hint)
-        _check_staged_env(clients, layout, job, archive, args.dry_run)
+    require_object(clients.s3, layout.job(job.job), _STAGE_HINT)
+    require_object(clients.s3, layout.pyfiles, _STAGE_HINT)
+    _check_step_env(clients, layout, job, args)
     (step_id,) = steps.add_steps(clients.emr, args.cluster_id, [step])
     folder = steps.step_log_folder(info.get("LogUri"), args.cluster_id, step_id)
     _echo(f"step {step_id} added to {args.cluster_id}; logs: {folder or 'no LogUri on the cluster'}")
@@ -436,9 +490,8 @@ def cmd_eks_submit(args: argparse.Namespace) -> int:
     )
     request = eks.build_start_job_run_request(layout, job, settings, client_token=args.client_token)
     clients = _clients(args)
-    hint = "stage it first with `python -m emr stage`"
     for uri in (layout.job(job.job), layout.pyfiles, layout.eks(L.EXECUTOR_POD_TEMPLATE)):
-        require_object(clients.s3, uri, hint)
+        require_object(clients.s3, uri, _STAGE_HINT)
     run_id = eks.start_job_run(clients.emr_containers, request)
     folder = eks.job_run_log_folder(args.log_uri, args.virtual_cluster_id, run_id)
     _echo(f"job run {run_id} started on {args.virtual_cluster_id}; logs: {folder or 'no --log-uri'}")

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from emr import layout as L
+from emr.bootstrap_env import ACTION_NAME, VENV, BootstrapEnv
 from emr.errors import EmrError, explain_client_error
 from emr.profiles import (DEFAULT_RELEASE_LABEL, PLAN_CACHE_DIR, GpuProfile, check_release_label,
                           gpu_configurations)
 
-BOOTSTRAP_VENV = "/opt/accel-scoring/venv"
 PYTHON_ENVS = ("archive", "bootstrap")
 ACTIVE_STATES = ("STARTING", "BOOTSTRAPPING", "RUNNING", "WAITING")
 ENDED_STATES = ("TERMINATING", "TERMINATED", "TERMINATED_WITH_ERRORS")
@@ -41,7 +41,7 @@ class ClusterSettings:
     instance_profile: str = DEFAULT_INSTANCE_PROFILE
     service_role: str = DEFAULT_SERVICE_ROLE
     python_env: str = "archive"
-    pip_extras: str = "aws,gpu"
+    bootstrap_env: BootstrapEnv = field(default_factory=BootstrapEnv)  # with python_env="bootstrap"
     idle_timeout_s: int = 3600
     keep_alive: bool = True
     fleet: bool = False
@@ -58,6 +58,11 @@ def _check(settings: ClusterSettings) -> None:
     if settings.python_env not in PYTHON_ENVS:
         raise EmrError(f"python_env must be one of {PYTHON_ENVS}, got {settings.python_env!r}", 2)
     check_release_label(settings.release_label)
+    if settings.python_env == "bootstrap":
+        settings.bootstrap_env.check()
+    elif settings.bootstrap_env.torch_index_url or settings.bootstrap_env.nvidia_index_url:
+        raise EmrError("--torch-index-url and --nvidia-index-url are for --python-env bootstrap; "
+                       "an archive brings its own stack (`make package-gpu`)", 2)
     if not settings.fleet and len(settings.subnet_ids) > 1:
         raise EmrError("instance groups take one subnet; pass --fleet to let EMR choose among "
                        f"{len(settings.subnet_ids)} subnets", 2)
@@ -74,9 +79,7 @@ def _bootstrap_actions(layout: L.Layout, settings: ClusterSettings) -> list[dict
     actions = [action("yarn-gpu-cgroup-v1", L.CGROUP_BOOTSTRAP),
                action("plan-cache-on-mnt", L.CACHE_DIR_BOOTSTRAP, PLAN_CACHE_DIR)]
     if settings.python_env == "bootstrap":
-        actions.append(action("install-python-env", L.INSTALL_ENV_BOOTSTRAP,
-                              str(layout.prefix.join("package").as_prefix()), settings.pip_extras,
-                              BOOTSTRAP_VENV))
+        actions.append(action(ACTION_NAME, L.INSTALL_ENV_BOOTSTRAP, *settings.bootstrap_env.script_args(layout)))
     return actions
 
 
@@ -142,7 +145,8 @@ def build_run_job_flow_request(
     The cluster gets YARN GPU isolation, the cgroup v1 bootstrap EMR 7 needs, one executor per
     GPU (dynamic allocation off), a root volume big enough for a CUDA stack, the plan cache on
     /mnt, the managed-policy tag and, with ``python_env="bootstrap"``, a bootstrap action that
-    installs the project wheel (``pip_extras``) into ``/opt/accel-scoring/venv`` on every node.
+    installs the project wheel into ``/opt/accel-scoring/venv`` on every node, after the CUDA torch
+    and TensorRT when ``bootstrap_env`` has a gpu extra (emr/bootstrap_env.py).
 
     Raises:
         EmrError: (exit 2) settings refused by ``_check``; nothing has been sent.
@@ -150,8 +154,8 @@ def build_run_job_flow_request(
     _check(settings)
     extra_spark = dict(settings.extra_spark_defaults)
     if settings.python_env == "bootstrap":
-        extra_spark.setdefault("spark.pyspark.python", f"{BOOTSTRAP_VENV}/bin/python")
-        extra_spark.setdefault("spark.pyspark.driver.python", f"{BOOTSTRAP_VENV}/bin/python")
+        extra_spark.setdefault("spark.pyspark.python", f"{VENV}/bin/python")
+        extra_spark.setdefault("spark.pyspark.driver.python", f"{VENV}/bin/python")
     nodes = settings.core_count(profile) + settings.spot_task_count
     instances = _instance_fleets(profile, settings) if settings.fleet else _instance_groups(profile, settings)
     instances.update(KeepJobFlowAliveWhenNoSteps=settings.keep_alive, TerminationProtected=False)

@@ -12,6 +12,7 @@ Variable ``accel_scoring`` (JSON)::
       "subnet_id": "subnet-..." (or a list, with "fleet": true), "fleet": false,
       "spot_task_count": 0, "instance_profile": "EMR_EC2_DefaultRole",
       "service_role": "EMR_DefaultRole_V2", "python_env": "archive", "release_label": "emr-7.14.0",
+      "pip_extras": "aws,gpu", "torch_index_url": "...", "nvidia_index_url": "...",  # "bootstrap" only
       "cluster_id": "j-...",                             # the existing-cluster DAG only
       "jobs": {
         "duplicates":   {"input": "s3://.../pairs/", "output": "s3://.../duplicates/",
@@ -33,6 +34,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from emr import layout as L
+from emr.bootstrap_env import BootstrapEnv
 from emr.cluster import (DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE, ClusterSettings,
                          build_run_job_flow_request)
 from emr.eks import DEFAULT_EKS_RELEASE_LABEL, EksSettings, build_start_job_run_request
@@ -81,6 +83,13 @@ def _subnets(value: str | list[str] | None) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
+def _bootstrap_env(settings: Mapping[str, Any]) -> BootstrapEnv:
+    """The CLI's --pip-extras, --torch-index-url and --nvidia-index-url, from the Variable."""
+    given = {"extras": settings.get("pip_extras"), "torch_index_url": settings.get("torch_index_url"),
+             "nvidia_index_url": settings.get("nvidia_index_url")}
+    return BootstrapEnv(**{k: v for k, v in given.items() if v})
+
+
 def cluster_request(settings: Mapping[str, Any], *, dag_run: str = "") -> dict[str, Any]:
     """``RunJobFlow`` for the DAG's cluster: kept alive for its steps, ended by the DAG."""
     _require(settings, "prefix", "log_uri")
@@ -95,6 +104,7 @@ def cluster_request(settings: Mapping[str, Any], *, dag_run: str = "") -> dict[s
         instance_profile=settings.get("instance_profile") or DEFAULT_INSTANCE_PROFILE,
         service_role=settings.get("service_role") or DEFAULT_SERVICE_ROLE,
         python_env=settings.get("python_env") or "archive",
+        bootstrap_env=_bootstrap_env(settings),
         tags={"accel-scoring:dag-run": dag_run} if dag_run else {},
     )
     return build_run_job_flow_request(get_profile(settings.get("profile") or "g5"),

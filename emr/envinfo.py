@@ -191,17 +191,19 @@ def staged(s3: Any, layout: L.Layout, archive_head: dict[str, Any]) -> EnvInfo |
     return info
 
 
-def require_backend(info: EnvInfo | None, backend: str, where: str, label: str = "") -> None:
+def require_backend(info: EnvInfo | None, backend: str, where: str, label: str = "",
+                    fix: str = "build the GPU environment with `make package-gpu` and stage it") -> None:
     """Refuse a ``--backend`` whose libraries the environment lacks, or cannot be shown to have.
 
-    ``label`` names what chose the backend in the message (default ``--backend <backend>``).
+    ``label`` names what chose the backend in the message (default ``--backend <backend>``);
+    ``fix`` says how to get torch and tensorrt into that environment.
     """
     needed = BACKEND_MODULES.get(backend)
     if not needed:
         return
     label = label or f"--backend {backend}"
-    fix = ("build the GPU environment with `make package-gpu` and stage it" if backend in ("torch", "tensorrt")
-           else "run Neuron backends on EMR on EKS (`python -m emr eks-submit`)")
+    if backend not in ("torch", "tensorrt"):
+        fix = "run Neuron backends on EMR on EKS (`python -m emr eks-submit`)"
     if info is None:
         raise EmrError(f"{label} needs {' and '.join(needed)} in the executors' Python, and "
                        f"{where} has no {L.ENV_MANIFEST} to show it has them; {fix}", exit_code=2)

@@ -8,6 +8,7 @@
     <prefix>/env/accel-scoring-env.tar.gz                 venv-pack archive (spark.archives)
     <prefix>/env/accel-scoring-env.json                   what that archive holds (emr/envinfo.py)
     <prefix>/scripts/<name>                               bootstrap and discovery scripts
+    <prefix>/scripts/gpu-requirements.txt                 the CUDA torch + TensorRT pins they install
     <prefix>/eks/<name>                                   pod templates for EMR on EKS
     <prefix>/models/<name>/<version>/                     model artifacts (manifest.json + files)
 """
@@ -27,6 +28,7 @@ CGROUP_BOOTSTRAP = "gpu-cgroup-bootstrap.sh"
 INSTALL_ENV_BOOTSTRAP = "install-python-env.sh"
 CACHE_DIR_BOOTSTRAP = "node-cache-dir.sh"
 NEURON_DISCOVERY = "get_neuroncores.py"
+GPU_REQUIREMENTS = "gpu-requirements.txt"  # emr/docker/, read by install-python-env.sh too
 EXECUTOR_POD_TEMPLATE = "executor-pod-template.yaml"
 DRIVER_POD_TEMPLATE = "driver-pod-template.yaml"
 

@@ -223,6 +223,31 @@ def test_emr_8_release_label_is_refused_before_sending(aws, roles, capsys) -> No
     assert aws.recorder.requests == []
 
 
+def test_create_cluster_bootstrap_installs_the_staged_gpu_requirements_from_both_indexes(staged, roles, capsys) -> None:
+    import boto3
+
+    urls = ["https://torch.example.invalid/cu128", "https://nvidia.example.invalid/simple"]
+    cluster_id = _create_cluster(capsys, "--python-env", "bootstrap", "--torch-index-url", urls[0],
+                                 "--nvidia-index-url", urls[1])
+    actions = boto3.client("emr").list_bootstrap_actions(ClusterId=cluster_id)["BootstrapActions"]
+    install = [a for a in actions if a["Name"] == "install-python-env"][0]
+    assert install["ScriptPath"] == PREFIX + "scripts/install-python-env.sh"
+    assert install["Args"] == [PREFIX + "package/", "aws,gpu", "/opt/accel-scoring/venv",
+                               PREFIX + "scripts/gpu-requirements.txt", *urls]
+    requirements = boto3.client("s3").get_object(Bucket="deploy", Key="accel/v1/scripts/gpu-requirements.txt")
+    assert requirements["Body"].read() == (REPO / "emr" / "docker" / "gpu-requirements.txt").read_bytes()
+
+
+def test_create_cluster_bootstrap_gpu_without_indexes_is_refused_before_sending(aws, roles, capsys) -> None:
+    aws.recorder.clear()
+    code = main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS,
+                 "--python-env", "bootstrap", "--nvidia-index-url", "https://nvidia.example.invalid/simple"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith("error: --pip-extras aws,gpu needs --torch-index-url and --nvidia-index-url")
+    assert aws.recorder.requests == []
+
+
 def test_create_cluster_with_an_invalid_instance_profile(staged, roles, capsys) -> None:
     code = main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS,
                  "--instance-profile", "NoSuchProfile"])

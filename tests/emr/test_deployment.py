@@ -36,6 +36,19 @@ def test_cluster_request_takes_fleets_subnet_lists_spot_and_the_v2_role() -> Non
     assert cluster_request({**SETTINGS, "subnet_id": "subnet-a"})["Instances"]["Ec2SubnetId"] == "subnet-a"
 
 
+def test_cluster_request_installs_the_bootstrap_gpu_stack_from_the_variables_indexes() -> None:
+    bootstrap = {**SETTINGS, "python_env": "bootstrap"}
+    urls = {"torch_index_url": "https://torch.example.invalid/cu128",
+            "nvidia_index_url": "https://nvidia.example.invalid/simple"}
+    install = cluster_request({**bootstrap, **urls})["BootstrapActions"][-1]["ScriptBootstrapAction"]
+    assert install["Args"][1:] == ["aws,gpu", "/opt/accel-scoring/venv", "s3://deploy/v1/scripts/gpu-requirements.txt",
+                                   *urls.values()]
+    assert cluster_request({**bootstrap, "pip_extras": "aws"})["BootstrapActions"][-1]["ScriptBootstrapAction"][
+        "Args"][1:] == ["aws", "/opt/accel-scoring/venv"]
+    with pytest.raises(EmrError, match="needs --torch-index-url and --nvidia-index-url"):
+        cluster_request(bootstrap)
+
+
 def test_steps_for_both_jobs_in_order_with_the_run_date() -> None:
     steps = scoring_steps(SETTINGS, "2026-11-01")
     assert [s["Name"] for s in steps] == ["score-duplicates-2026-11-01", "score-query_intent-2026-11-01"]

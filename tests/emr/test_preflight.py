@@ -15,6 +15,8 @@ import pytest
 
 from emr import envinfo
 from emr.cli import main
+from emr.cluster import DEFAULT_SERVICE_ROLE
+from emr.profiles import DEFAULT_RELEASE_LABEL
 
 PREFIX = "s3://deploy/accel/v1/"
 PROJECT_METADATA = (b"Metadata-Version: 2.1\nName: accel-scoring\nVersion: 0.1.0\n"
@@ -86,7 +88,7 @@ def test_gpu_environment_and_tensorrt_artifact_pass(tmp_path, capsys) -> None:
     model = write_artifact(tmp_path / "pairs-trt")
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--model", str(model))
     assert code == 0, lines
-    assert lines == ["preflight OK: profile g5 (A10G (sm86)), emr-7.13.0, Python 3.11 environment with torch "
+    assert lines == [f"preflight OK: profile g5 (A10G (sm86)), {DEFAULT_RELEASE_LABEL}, Python 3.11 environment with torch "
                      "2.13.0+cu128, tensorrt-cu12 10.16.1.11, artifact pairs-tensorrt@1 (tensorrt)"]
 
 
@@ -115,7 +117,7 @@ def test_an_archive_built_elsewhere_names_its_python(tmp_path, capsys) -> None:
                                "with `make package-al2023` or `make package-gpu`"]
     old = make_archive(tmp_path / "py310.tar.gz", BASE, python="3.10")
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(old))
-    assert code == 1 and "the environment is Python 3.10; emr-7.13.0 nodes have Python 3.11" in lines[0]
+    assert code == 1 and f"the environment is Python 3.10; {DEFAULT_RELEASE_LABEL} nodes have Python 3.11" in lines[0]
 
 
 def test_release_labels_outside_spark_3_5(tmp_path, capsys) -> None:
@@ -238,16 +240,16 @@ def cluster(aws, s3, tmp_path, capsys) -> str:
     s3.create_bucket(Bucket="deploy")
     (tmp_path / "dist").mkdir()
     iam = boto3.client("iam")
-    iam.create_role(RoleName="EMR_DefaultRole", AssumeRolePolicyDocument="{}")
+    iam.create_role(RoleName=DEFAULT_SERVICE_ROLE, AssumeRolePolicyDocument="{}")
     iam.create_role(RoleName="EMR_EC2_DefaultRole", AssumeRolePolicyDocument="{}")
     iam.create_instance_profile(InstanceProfileName="EMR_EC2_DefaultRole")
     assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", "s3://deploy/logs/"]) == 0
     return capsys.readouterr().out.strip().splitlines()[-1]
 
 
-def _add_step(cluster_id: str, backend: str | None) -> int:
+def _add_step(cluster_id: str, backend: str | None, *extra: str) -> int:
     """add-step with ``-- --backend backend``, or with no job flags (the jobs' auto) for None."""
-    return main(["add-step", "--cluster-id", cluster_id, "--prefix", PREFIX, "--job", "duplicates",
+    return main(["add-step", "--cluster-id", cluster_id, "--prefix", PREFIX, *extra, "--job", "duplicates",
                  "--input", "s3://data/pairs/", "--output", "s3://data/scores/",
                  "--model", PREFIX + "models/pairs-trt/1/", "--run-date", "2026-11-01",
                  *(["--", "--backend", backend] if backend else [])])
@@ -310,3 +312,48 @@ def test_create_cluster_warns_when_tensorrt_steps_would_be_refused(cluster, s3, 
     capsys.readouterr()
     assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", "s3://deploy/logs/"]) == 0
     assert "warning: --backend tensorrt needs torch and tensorrt" in capsys.readouterr().err
+
+
+# --- the bootstrap environment: torch and tensorrt from gpu-requirements.txt and two indexes -----
+
+INDEXES = ("--torch-index-url", "https://torch.example.invalid/cu128",
+           "--nvidia-index-url", "https://nvidia.example.invalid/simple")
+
+
+def test_preflight_knows_the_bootstrap_gpu_environment(tmp_path, capsys) -> None:
+    model = str(write_artifact(tmp_path / "pairs-trt"))
+    code, lines = preflight(capsys, "--profile", "g5", "--python-env", "bootstrap", *INDEXES, "--model", model)
+    assert (code, lines) == (0, ["preflight OK: profile g5 (A10G (sm86)), emr-7.14.0, Python 3.11 environment with "
+                                 "torch 2.13.0+cu128, tensorrt-cu12 10.16.1.11, artifact pairs-tensorrt@1 (tensorrt)"])
+    code, lines = preflight(capsys, "--profile", "g5", "--python-env", "bootstrap", "--pip-extras", "aws",
+                            "--backend", "tensorrt")
+    assert code == 1 and "backend tensorrt needs torch and tensorrt" in problems(lines)[0]
+
+
+def test_preflight_refuses_a_bootstrap_gpu_environment_without_indexes(capsys) -> None:
+    assert main(["preflight", "--profile", "g5", "--python-env", "bootstrap", INDEXES[0], INDEXES[1]]) == 2
+    assert capsys.readouterr().err == (
+        "error: --pip-extras aws,gpu needs --torch-index-url and --nvidia-index-url: the CUDA torch and TensorRT "
+        "of emr/docker/gpu-requirements.txt come from those package indexes (emr/README.md, step 1)\n")
+
+
+def _bootstrap_cluster(capsys, *extra: str) -> str:
+    assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", "s3://deploy/logs/",
+                 "--python-env", "bootstrap", *extra]) == 0
+    return capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def test_add_step_runs_tensorrt_on_a_bootstrap_gpu_cluster(cluster, s3, tmp_path, capsys) -> None:
+    _stage(s3, tmp_path / "dist", BASE)
+    gpu_cluster = _bootstrap_cluster(capsys, *INDEXES)
+    assert _add_step(gpu_cluster, "tensorrt", "--python-env", "bootstrap") == 0
+    assert len(_steps(gpu_cluster)) == 1
+    cpu_cluster = _bootstrap_cluster(capsys, "--pip-extras", "aws")
+    assert _add_step(cpu_cluster, "tensorrt", "--python-env", "bootstrap") == 2
+    assert capsys.readouterr().err == (
+        f"error: --backend tensorrt needs torch and tensorrt, which cluster {cpu_cluster}'s bootstrap environment "
+        "lacks (it has Python 3.11); create the cluster with --python-env bootstrap --pip-extras aws,gpu "
+        "--torch-index-url URL --nvidia-index-url URL\n")
+    assert _add_step(cluster, "tensorrt", "--python-env", "bootstrap") == 2  # an archive cluster
+    assert "has no install-python-env bootstrap action" in capsys.readouterr().err
+    assert _steps(cpu_cluster) == [] and _steps(cluster) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from emr import layout as L
+from emr.bootstrap_env import BootstrapEnv
 from emr.cluster import ClusterSettings, build_run_job_flow_request
 from emr.eks import EksSettings, build_start_job_run_request
 from emr.errors import EmrError
@@ -131,14 +132,42 @@ def test_requests_are_new_dicts_each_time() -> None:
     assert _conf_of(second, "spark-defaults")["spark.executor.cores"] == "4"
 
 
-def test_bootstrap_python_env_installs_wheel_and_points_spark_at_it() -> None:
+TORCH_INDEX, NVIDIA_INDEX = "https://torch.example.invalid/cu128", "https://nvidia.example.invalid/simple"
+GPU_ENV = BootstrapEnv("aws,gpu", TORCH_INDEX, NVIDIA_INDEX)
+
+
+def test_bootstrap_python_env_installs_the_gpu_stack_then_the_wheel_and_points_spark_at_it() -> None:
+    profile = get_profile("p4d")
     request = build_run_job_flow_request(
-        get_profile("p4d"), LAYOUT, ClusterSettings("c", "s3://logs/", python_env="bootstrap"))
+        profile, LAYOUT, ClusterSettings("c", "s3://logs/", python_env="bootstrap", bootstrap_env=GPU_ENV))
     _validate("emr", "RunJobFlow", request)
     action = request["BootstrapActions"][-1]["ScriptBootstrapAction"]
     assert action["Path"].endswith("/scripts/install-python-env.sh")
-    assert action["Args"][0] == "s3://deploy/accel/v1/package/"
+    assert action["Args"] == ["s3://deploy/accel/v1/package/", "aws,gpu", "/opt/accel-scoring/venv",
+                              "s3://deploy/accel/v1/scripts/gpu-requirements.txt", TORCH_INDEX, NVIDIA_INDEX]
+    assert BootstrapEnv.from_script_args(action["Args"]) == GPU_ENV
+    assert request["EbsRootVolumeSize"] == profile.root_volume_gib == 100  # room for the venv in /opt
     assert _conf_of(request, "spark-defaults")["spark.pyspark.python"] == "/opt/accel-scoring/venv/bin/python"
+
+
+def test_bootstrap_without_a_gpu_extra_installs_only_the_wheel() -> None:
+    request = build_run_job_flow_request(get_profile("g5"), LAYOUT, ClusterSettings(
+        "c", "s3://logs/", python_env="bootstrap", bootstrap_env=BootstrapEnv("aws")))
+    assert request["BootstrapActions"][-1]["ScriptBootstrapAction"]["Args"] == \
+        ["s3://deploy/accel/v1/package/", "aws", "/opt/accel-scoring/venv"]
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"python_env": "bootstrap"}, "--pip-extras aws,gpu needs --torch-index-url and --nvidia-index-url"),
+    ({"python_env": "bootstrap", "bootstrap_env": BootstrapEnv("aws,gpu", TORCH_INDEX)}, "needs --torch-index-url"),
+    ({"python_env": "bootstrap", "bootstrap_env": BootstrapEnv("aws", TORCH_INDEX, NVIDIA_INDEX)},
+     "add gpu to --pip-extras aws"),
+    ({"bootstrap_env": GPU_ENV}, "are for --python-env bootstrap"),
+])
+def test_bootstrap_gpu_stack_needs_both_indexes(settings: dict, message: str) -> None:
+    with pytest.raises(EmrError, match=message) as exc:
+        build_run_job_flow_request(get_profile("g5"), LAYOUT, ClusterSettings("c", "s3://logs/", **settings))
+    assert exc.value.exit_code == 2
 
 
 def test_unknown_profile_lists_the_known_ones() -> None:
