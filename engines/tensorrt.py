@@ -32,16 +32,6 @@ INSTALL_HINT = ("install the project's wheel with its gpu extra (tensorrt-cu12 1
                 "plus a CUDA build of torch: README.md, 'Installing on executors'")
 
 
-def _version_tuple(text: str) -> tuple[int, ...]:
-    out = []
-    for part in text.split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
-
-
 def check_target(target: Mapping, trt_version: str, compute_capability: tuple[int, int], precision: str) -> None:
     """Raise TargetMismatchError when this GPU or TensorRT cannot run the artifact's build spec."""
     if target.get("device") != "cuda":
@@ -52,8 +42,8 @@ def check_target(target: Mapping, trt_version: str, compute_capability: tuple[in
             f"this GPU has compute capability {compute_capability[0]}.{compute_capability[1]}; the artifact's "
             f"{precision} build needs >= {need[0]}.{need[1]} (bf16 needs Ampere or newer; T4 is 7.5)")
     lo, hi = target.get("tensorrt_min"), target.get("tensorrt_below")
-    have = _version_tuple(trt_version)
-    if lo and have < _version_tuple(lo) or hi and have >= _version_tuple(hi):
+    have = trt_build.version_tuple(trt_version)
+    if lo and have < trt_build.version_tuple(lo) or hi and have >= trt_build.version_tuple(hi):
         raise TargetMismatchError(f"TensorRT {trt_version} is installed; the artifact was compiled for "
                                   f">= {lo}, < {hi}")
 

@@ -1,6 +1,6 @@
 """TensorRT build: optimisation profiles from buckets, the plan cache, and the build itself.
 
-The build is written in the strongly-typed style (engines.md §0.3, §3.2): the network takes
+The build is written in the strongly-typed style (docs/accelerators.md): the network takes
 each tensor's precision from the ONNX graph, and no precision builder flag is set, so the same
 code builds on TensorRT 10 and 11. Reduced precision therefore lives in the graph: compile
 writes `tensorrt/model.fp16.onnx` (or bf16) next to the fp32 `model.onnx`.
@@ -184,9 +184,7 @@ def build_serialized(trt, onnx_path: Path, spec: BuildSpec, input_names: Sequenc
     """
     logger = logger or trt.Logger(trt.Logger.WARNING)
     builder = trt.Builder(logger)
-    # Strongly typed: precision comes from the graph. On 10.x this replaces BuilderFlag.FP16/BF16,
-    # which TensorRT 11 removed; the same call works on both.
-    network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
+    network = builder.create_network(network_flags(trt))
     parser = trt.OnnxParser(network, logger)
     if not parser.parse_from_file(str(onnx_path)):
         errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
@@ -195,15 +193,41 @@ def build_serialized(trt, onnx_path: Path, spec: BuildSpec, input_names: Sequenc
     config = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(spec.workspace_mib) << 20)
     config.builder_optimization_level = int(spec.optimization_level)
+    if spec.precision == "fp32":
+        # TF32 is on by default and rounds fp32 matmul inputs to 10 mantissa bits on Ampere and
+        # newer: an fp32 plan would miss the fp32 parity gate (engines/parity.py, logits 1e-4).
+        config.clear_flag(trt.BuilderFlag.TF32)
     if spec.version_compatible:
         config.set_flag(trt.BuilderFlag.VERSION_COMPATIBLE)
     for p in spec.profiles:
         profile = builder.create_optimization_profile()
         for name in names:
             profile.set_shape(name, p.min, p.opt, p.max)
-        config.add_optimization_profile(profile)
+        if config.add_optimization_profile(profile) < 0:
+            raise BuildError(f"TensorRT refused optimisation profile {p} for inputs {names} (min <= opt <= max "
+                             "for every input, batch and sequence >= 1)")
     plan = builder.build_serialized_network(network, config)
     if plan is None:
         raise BuildError(f"TensorRT failed to build {onnx_path} ({spec.precision}, {len(spec.profiles)} profiles); "
                          "see the TensorRT log above")
     return bytes(plan)
+
+
+def network_flags(trt) -> int:
+    """Strongly typed: precision comes from the graph (it replaces BuilderFlag.FP16/BF16, which
+    TensorRT 11 removed). 10.x needs the STRONGLY_TYPED creation flag; 11 always builds strongly
+    typed and deprecates the flag, so no flag is passed there."""
+    if version_tuple(trt.__version__) >= (11,):
+        return 0
+    return 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """'10.16.1.11' -> (10, 16, 1, 11); stops at the first part without digits."""
+    out = []
+    for part in text.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)

@@ -158,17 +158,18 @@ class RecordingTrt:
             self.level = level
 
     class NetworkDefinitionCreationFlag:
-        STRONGLY_TYPED = 5
+        STRONGLY_TYPED = 1  # its value on 10.x
 
     class MemoryPoolType:
         WORKSPACE = "workspace"
 
     class BuilderFlag:
         VERSION_COMPATIBLE = "version_compatible"
+        TF32 = "tf32"
 
-    def __init__(self, parse_ok=True, plan=b"serialized"):
+    def __init__(self, parse_ok=True, plan=b"serialized", version="10.16.1.11", profile_index=0):
         self.calls = []
-        self.parse_ok, self.plan = parse_ok, plan
+        self.parse_ok, self.plan, self.__version__, self.profile_index = parse_ok, plan, version, profile_index
         outer = self
 
         class Network:
@@ -188,7 +189,7 @@ class RecordingTrt:
             builder_optimization_level = None
 
             def __init__(self):
-                self.profiles, self.flags, self.pools = [], [], {}
+                self.profiles, self.flags, self.cleared, self.pools = [], [], [], {}
 
             def set_memory_pool_limit(self, pool, size):
                 self.pools[pool] = size
@@ -196,8 +197,12 @@ class RecordingTrt:
             def set_flag(self, flag):
                 self.flags.append(flag)
 
+            def clear_flag(self, flag):
+                self.cleared.append(flag)
+
             def add_optimization_profile(self, p):
                 self.profiles.append(p)
+                return outer.profile_index if outer.profile_index < 0 else len(self.profiles) - 1
 
         class Builder:
             def __init__(self, logger):
@@ -238,12 +243,30 @@ def test_build_is_strongly_typed_with_a_profile_per_input_and_bucket(tmp_path):
     trt = RecordingTrt()
     spec = dataclasses.replace(_spec(buckets=((64, 64), (32, 128))), workspace_mib=1024, optimization_level=2)
     assert trt_build.build_serialized(trt, tmp_path / "m.onnx", spec) == b"serialized"
-    assert ("create_network", 1 << 5) in trt.calls
-    assert trt.config.flags == []  # precision comes from the graph, never from a builder flag
+    assert ("create_network", 1 << 1) in trt.calls
+    assert trt.config.flags == [] and trt.config.cleared == []  # precision comes from the graph
     assert trt.config.pools == {"workspace": 1024 << 20} and trt.config.builder_optimization_level == 2
     assert [p.shapes["input_ids"] for p in trt.config.profiles] == [
         ((1, 1), (64, 64), (256, 64)), ((1, 65), (32, 128), (128, 128))]
     assert all(set(p.shapes) == {"input_ids", "attention_mask", "token_type_ids"} for p in trt.config.profiles)
+
+
+def test_fp32_plans_clear_tf32(tmp_path):
+    """TF32 is on by default: an fp32 plan would round matmul inputs and miss the 1e-4 logits gate."""
+    trt = RecordingTrt()
+    trt_build.build_serialized(trt, tmp_path / "m.onnx", _spec("fp32"))
+    assert trt.config.cleared == ["tf32"] and trt.config.flags == []
+
+
+def test_tensorrt_11_builds_strongly_typed_without_the_deprecated_flag(tmp_path):
+    trt = RecordingTrt(version="11.0.0.114")
+    trt_build.build_serialized(trt, tmp_path / "m.onnx", _spec())
+    assert ("create_network", 0) in trt.calls  # 11 is always strongly typed and ignores STRONGLY_TYPED
+
+
+def test_a_refused_optimisation_profile_is_a_build_error(tmp_path):
+    with pytest.raises(trt_build.BuildError, match="refused optimisation profile"):
+        trt_build.build_serialized(RecordingTrt(profile_index=-1), tmp_path / "m.onnx", _spec())
 
 
 def test_build_errors_carry_the_parsers_messages(tmp_path):
