@@ -135,7 +135,8 @@ class TensorRTEngine(Engine):
         check_target(self.manifest.target, trt.__version__, cc, self.build_spec.precision)
         onnx_path = self.folder / self.build_spec.onnx
         onnx_sha = self.manifest.files.get(self.build_spec.onnx) or sha256_file(onnx_path)
-        key = trt_build.plan_cache_key(trt.__version__, cc, self.build_spec, onnx_sha)
+        key = trt_build.plan_cache_key(trt.__version__, torch.cuda.get_device_name(self._cuda), cc, self.build_spec,
+                                       onnx_sha)
         logger = trt.Logger(trt.Logger.WARNING)
         names = list(self.manifest.inputs)
         path, self.plan_source = trt_build.cached_plan(

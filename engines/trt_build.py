@@ -117,17 +117,21 @@ class BuildSpec:
         return cls.from_dict(json.loads((Path(folder) / BUILD_SPEC).read_text()))
 
 
-def plan_cache_key(trt_version: str, compute_capability: tuple[int, int], spec: BuildSpec, onnx_sha256: str) -> str:
+def plan_cache_key(trt_version: str, device_name: str, compute_capability: tuple[int, int], spec: BuildSpec,
+                   onnx_sha256: str) -> str:
     """File stem of a plan: readable parts first, then a digest of everything that shapes it.
 
-    A plan is only valid for the exact TensorRT version, the GPU architecture, the precision,
-    the profiles and the graph it was built from (engines.md §3.2), so all of them are in it.
+    A plan is only valid for the exact TensorRT version, the GPU, the precision, the profiles
+    and the graph it was built from, so all of them are in it. The GPU is its name as well as
+    its compute capability: TensorRT tunes kernels per device, and different GPUs share one
+    capability (L4 and L40S are both 8.9).
     """
     major, minor = compute_capability
-    blob = json.dumps({"trt": trt_version, "cc": [major, minor], "spec": spec.to_dict(), "onnx": onnx_sha256},
-                      sort_keys=True)
+    blob = json.dumps({"trt": trt_version, "gpu": device_name, "cc": [major, minor], "spec": spec.to_dict(),
+                       "onnx": onnx_sha256}, sort_keys=True)
     digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
-    return f"trt{trt_version}-sm{major}{minor}-{spec.precision}-{digest}"
+    gpu = "".join(ch if ch.isalnum() else "_" for ch in device_name.strip()) or "gpu"
+    return f"trt{trt_version}-sm{major}{minor}-{gpu}-{spec.precision}-{digest}"
 
 
 def cache_root() -> Path:

@@ -41,6 +41,9 @@ class FakeCuda:
     def get_device_capability(self, device=None):
         return (8, 6)
 
+    def get_device_name(self, device=None):
+        return "NVIDIA A10G"
+
     class Stream:
         _next = 1
 

@@ -80,16 +80,21 @@ def _spec(precision="fp16", buckets=((32, 128),)):
 
 
 def test_plan_cache_key_changes_with_everything_that_shapes_a_plan():
-    base = trt_build.plan_cache_key("10.9.0", (8, 6), _spec(), "a" * 64)
-    assert base.startswith("trt10.9.0-sm86-fp16-") and base == trt_build.plan_cache_key("10.9.0", (8, 6), _spec(), "a" * 64)
-    others = {
-        trt_build.plan_cache_key("10.9.1", (8, 6), _spec(), "a" * 64),
-        trt_build.plan_cache_key("10.9.0", (8, 9), _spec(), "a" * 64),
-        trt_build.plan_cache_key("10.9.0", (8, 6), _spec("fp32"), "a" * 64),
-        trt_build.plan_cache_key("10.9.0", (8, 6), _spec(buckets=((16, 128),)), "a" * 64),
-        trt_build.plan_cache_key("10.9.0", (8, 6), _spec(), "b" * 64),
-    }
-    assert base not in others and len(others) == 5
+    def key(version="10.9.0", gpu="NVIDIA A10G", cc=(8, 6), spec=None, onnx="a" * 64):
+        return trt_build.plan_cache_key(version, gpu, cc, spec or _spec(), onnx)
+
+    base = key()
+    assert base.startswith("trt10.9.0-sm86-NVIDIA_A10G-fp16-") and base == key()
+    others = {key(version="10.9.1"), key(cc=(8, 9)), key(spec=_spec("fp32")), key(spec=_spec(buckets=((16, 128),))),
+              key(onnx="b" * 64), key(gpu="NVIDIA RTX A6000")}
+    assert base not in others and len(others) == 6
+
+
+def test_gpus_sharing_a_compute_capability_get_their_own_plans():
+    """L4 and L40S are both 8.9; TensorRT tunes kernels per device, so one's plan is not the other's."""
+    l4 = trt_build.plan_cache_key("10.9.0", "NVIDIA L4", (8, 9), _spec(), "a" * 64)
+    l40s = trt_build.plan_cache_key("10.9.0", "NVIDIA L40S", (8, 9), _spec(), "a" * 64)
+    assert l4 != l40s and "NVIDIA_L4-" in l4 and "NVIDIA_L40S-" in l40s
 
 
 def test_cached_plan_builds_once_under_concurrent_workers(tmp_path):
