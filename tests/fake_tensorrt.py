@@ -73,7 +73,12 @@ class FakeCuda:
 
     # memory
     def empty(self, *shape, dtype=None, device=None, pin_memory=False):
-        t = torch.empty(*shape, dtype=dtype)
+        """Like cudaMalloc, at a 256-byte aligned address (CPU tensors are only 64-byte aligned)."""
+        shape = shape[0] if isinstance(shape[0], tuple) else shape
+        count = int(np.prod(shape))
+        spare = torch.empty(count + 256, dtype=dtype)
+        skip = (-spare.data_ptr() % 256) // spare.element_size()
+        t = spare[skip:skip + count].view(shape)
         self.buffers.append(t)
         return t
 
@@ -191,6 +196,8 @@ class FakeContext:
         return True
 
     def set_tensor_address(self, name, address):
+        if address % 256:
+            return False  # TensorRT refuses it and keeps the previous address
         self.addresses[name] = address
         return True
 
