@@ -25,7 +25,7 @@ import numpy as np
 from engines import parity, trt_build
 from engines.artifact import sha256_file
 from engines.base import Engine, EngineSpec
-from engines.errors import EngineUnavailableError, ParityError, TargetMismatchError
+from engines.errors import EngineCallError, EngineUnavailableError, ParityError, TargetMismatchError
 from engines.hardware import cuda_ordinal
 
 INSTALL_HINT = ("install the project's wheel with its gpu extra (tensorrt-cu12 10.x) in the executors' Python, "
@@ -71,37 +71,56 @@ def _import_runtime():
     return trt, torch
 
 
+ALIGN = 256  # bytes: TensorRT refuses a tensor address that is not a multiple of this
+
+
+def chunks(rows: int, max_batch: int) -> list[tuple[int, int]]:
+    """(first row, rows) of each chunk: a batch larger than its profile runs in several."""
+    return [(start, min(max_batch, rows - start)) for start in range(0, rows, max_batch)]
+
+
+def aligned(elements: int, itemsize: int) -> int:
+    """`elements` rounded up to a whole number of ALIGN bytes.
+
+    Chunk k of a tensor starts at k * aligned(chunk elements) in its slot buffer, so every
+    chunk's address is one TensorRT accepts whatever the batch, sequence or label count.
+    """
+    step = ALIGN // itemsize
+    return -(-elements // step) * step
+
+
 class _Slot:
-    """One set of staging and device buffers; two slots let one batch copy while another computes."""
+    """One set of flat staging and device buffers; two slots let one batch copy while another computes."""
 
     def __init__(self, torch, device):
         self.torch, self.device = torch, device
-        self.rows = 0
-        self.capacity = 0
+        self.host: dict = {}
+        self.dev: dict = {}
         self.copied = torch.cuda.Event()
         self.done = torch.cuda.Event()
         self.used = False
         self.pending = None
 
-    def ensure(self, tokens: int, rows: int, dtypes: Mapping[str, object], out_width: int, out_dtype) -> None:
+    def ensure(self, sizes: Mapping[str, int], dtypes: Mapping[str, object]) -> None:
+        """At least sizes[name] elements of dtypes[name] for every tensor, on the host and the device."""
         torch = self.torch
-        if tokens > self.capacity or rows > self.rows:
-            self.capacity, self.rows = max(tokens, self.capacity), max(rows, self.rows)
-            self.host = {n: torch.empty(self.capacity, dtype=dt, pin_memory=True) for n, dt in dtypes.items()}
-            self.dev = {n: torch.empty(self.capacity, dtype=dt, device=self.device) for n, dt in dtypes.items()}
-            self.host_out = torch.empty((self.rows, out_width), dtype=out_dtype, pin_memory=True)
-            self.dev_out = torch.empty((self.rows, out_width), dtype=out_dtype, device=self.device)
+        for name, size in sizes.items():
+            if name not in self.dev or self.dev[name].numel() < size:
+                self.host[name] = torch.empty(size, dtype=dtypes[name], pin_memory=True)
+                self.dev[name] = torch.empty(size, dtype=dtypes[name], device=self.device)
 
 
 class _Pending:
-    def __init__(self, slot: _Slot, rows: int):
-        self.slot, self.rows = slot, rows
+    def __init__(self, slot: _Slot, output: str, parts: list[tuple[int, int]], stride: int, width: int):
+        self.slot, self.output, self.parts, self.stride, self.width = slot, output, parts, stride, width
         self._value = None
 
     def result(self) -> np.ndarray:
         if self._value is None:
             self.slot.done.synchronize()
-            self._value = self.slot.host_out[: self.rows].float().numpy().copy()
+            flat = self.slot.host[self.output]
+            rows = [flat[k * self.stride:k * self.stride + n * self.width] for k, (_, n) in enumerate(self.parts)]
+            self._value = self.slot.torch.cat(rows).reshape(-1, self.width).float().numpy().copy()
             self.slot.pending = None
         return self._value
 
@@ -176,40 +195,49 @@ class TensorRTEngine(Engine):
         torch = self._torch
         n, seq = feed[self.manifest.inputs[0]].shape
         index = trt_build.profile_index(self.profiles, seq)
-        profile = self.profiles[index]
         slot = self._slots[self._next_slot]
         self._next_slot ^= 1
         if slot.pending is not None:
             slot.pending.result()  # its outputs are read before the buffers are reused
         if slot.used:
             slot.done.synchronize()
-        slot.ensure(n * seq, n, self._dtypes, self._out_width, self._out_dtype)
-        for name, dt in self._dtypes.items():
-            staged = slot.host[name][: n * seq]
-            staged.copy_(torch.from_numpy(np.ascontiguousarray(feed[name])).reshape(-1))
+        out = self._output
+        parts = chunks(n, self.profiles[index].max_batch)
+        dtypes = {**self._dtypes, out: self._out_dtype}
+        row = {**{name: seq for name in self._dtypes}, out: self._out_width}
+        stride = {name: aligned(parts[0][1] * row[name], dt.itemsize) for name, dt in dtypes.items()}
+        span = {name: (len(parts) - 1) * stride[name] + parts[-1][1] * row[name] for name in dtypes}
+        slot.ensure(span, dtypes)
+        for name in self._dtypes:
+            given = torch.from_numpy(np.ascontiguousarray(feed[name])).reshape(-1)
+            for k, (start, rows) in enumerate(parts):
+                at = k * stride[name]
+                slot.host[name][at:at + rows * seq].copy_(given[start * seq:(start + rows) * seq])
         with torch.cuda.stream(self._copy):
             for name in self._dtypes:
-                slot.dev[name][: n * seq].copy_(slot.host[name][: n * seq], non_blocking=True)
+                slot.dev[name][:span[name]].copy_(slot.host[name][:span[name]], non_blocking=True)
             slot.copied.record(self._copy)
         self._compute.wait_event(slot.copied)
         ctx, stream = self._context, self._compute.cuda_stream
         if self._active_profile != index:
-            ctx.set_optimization_profile_async(index, stream)
+            _accepted(ctx.set_optimization_profile_async(index, stream),
+                      f"optimisation profile {index} of {len(self.profiles)}")
             self._active_profile = index
-        for start in range(0, n, profile.max_batch):
-            rows = min(profile.max_batch, n - start)
+        for k, (_, rows) in enumerate(parts):
             for name in self._dtypes:
-                view = slot.dev[name][start * seq:(start + rows) * seq]
-                ctx.set_input_shape(name, (rows, seq))
-                ctx.set_tensor_address(name, view.data_ptr())
-            ctx.set_tensor_address(self._output, slot.dev_out[start:start + rows].data_ptr())
+                _accepted(ctx.set_input_shape(name, (rows, seq)),
+                          f"input shape {name} {(rows, seq)} in profile {index} {self.profiles[index]}")
+            for name in dtypes:
+                address = slot.dev[name][k * stride[name]:].data_ptr()
+                _accepted(ctx.set_tensor_address(name, address),
+                          f"the address {address:#x} of {name} (it must be a multiple of {ALIGN} bytes)")
             if not ctx.execute_async_v3(stream):
                 raise RuntimeError(f"TensorRT execute_async_v3 failed on a [{rows}, {seq}] batch")
         with torch.cuda.stream(self._compute):
-            slot.host_out[:n].copy_(slot.dev_out[:n], non_blocking=True)
+            slot.host[out][:span[out]].copy_(slot.dev[out][:span[out]], non_blocking=True)
             slot.done.record(self._compute)
         slot.used = True
-        slot.pending = _Pending(slot, n)
+        slot.pending = _Pending(slot, out, parts, stride[out], self._out_width)
         return slot.pending
 
     def _infer(self, feed: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -220,6 +248,12 @@ class TensorRTEngine(Engine):
             self._compute.synchronize()
         for attr in ("_slots", "_context", "_engine", "_runtime"):
             self.__dict__.pop(attr, None)
+
+
+def _accepted(ok: bool, what: str) -> None:
+    """TensorRT's setters return False (and keep the previous value) instead of raising."""
+    if not ok:
+        raise EngineCallError(f"TensorRT refused {what}")
 
 
 def _torch_dtype(torch, trt, dtype):

@@ -545,3 +545,66 @@ def test_scorer_keeps_two_batches_in_flight_on_the_emulated_gpu(trt_artifact, em
     want = run_encoded(engine_class("onnx")(trt_artifact, m).load(), enc, token_budget=2048)
     assert all(e is None for e in got.errors)
     np.testing.assert_allclose(got.outputs, want.outputs, atol=1e-3)
+
+
+@pytest.mark.parametrize("call", ["set_optimization_profile_async", "set_input_shape", "set_tensor_address"])
+def test_a_refused_runtime_call_raises_instead_of_scoring_with_stale_state(trt_artifact, emulated_gpu, monkeypatch,
+                                                                          call):
+    """TensorRT's setters return False and keep the previous value; ignored, rows score wrong."""
+    from engines.errors import EngineCallError
+    from engines.tensorrt import TensorRTEngine
+    from tests.fake_tensorrt import FakeContext
+
+    engine = TensorRTEngine(trt_artifact, open_artifact(trt_artifact), Device("cuda", "0")).load()
+    engine._active_profile = None  # the next batch selects its profile again
+    monkeypatch.setattr(FakeContext, call, lambda self, *args: False)
+    with pytest.raises(EngineCallError, match="TensorRT refused"):
+        engine.infer(_random_feed(np.random.default_rng(0), 3, 16))
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def three_label_artifact(tmp_path_factory, minilm_dir):
+    """A 3-label head: 12-byte output rows, so a 48-row chunk ends off a 256-byte boundary."""
+    from engines import compile as compile_cli
+    from tests.conftest import build_tiny_bert
+
+    root = tmp_path_factory.mktemp("three-labels")
+    model = build_tiny_bert(root / "hf", minilm_dir, "text-classification", ["a", "b", "c"])
+    out = root / "artifact"
+    assert compile_cli.main(["--model", str(model), "--task", "text-classification", "--backend", "tensorrt",
+                             "--out", str(out), "--max-seq-len", "128"]) == 0
+    return out
+
+
+def test_custom_buckets_with_a_48_row_profile_score_like_the_default_buckets(three_label_artifact, artifact_copy,
+                                                                          emulated_gpu):
+    """Chunks of a batch larger than its profile start at 256-byte aligned addresses, which
+    TensorRT requires (it refuses others and keeps the previous address, overwriting rows)."""
+    from engines.tensorrt import TensorRTEngine
+
+    custom = artifact_copy(three_label_artifact)
+    spec = trt_build.BuildSpec.read(custom)
+    profiles = trt_build.profiles_for([(48, 32), (48, 64), (48, 128)], 128, max_tokens=48 * 32)
+    assert {p.max_batch for p in profiles} == {48}
+    spec = dataclasses.replace(spec, profiles=tuple(profiles))
+    (custom / trt_build.BUILD_SPEC).write_text(json.dumps(spec.to_dict()))
+    engines = [TensorRTEngine(folder, open_artifact(folder, verify=False), Device("cuda", "0")).load()
+               for folder in (three_label_artifact, custom)]
+    rng = np.random.default_rng(3)
+    for rows, seq in ((130, 32), (97, 64), (49, 128)):  # 3, 3 and 2 chunks of at most 48 rows
+        feed = _random_feed(rng, rows, seq)
+        default, chunked = (engine.infer(feed) for engine in engines)
+        assert default.shape == (rows, 3)
+        np.testing.assert_array_equal(chunked, default)
+    for engine in engines:
+        engine.close()
+
+
+def test_chunk_strides_are_whole_multiples_of_256_bytes():
+    from engines.tensorrt import ALIGN, aligned, chunks
+
+    assert chunks(130, 48) == [(0, 48), (48, 48), (96, 34)]
+    for elements, itemsize in ((48 * 3, 4), (48 * 33, 8), (48 * 7, 4), (64, 4), (1, 2)):
+        stride = aligned(elements, itemsize)
+        assert stride >= elements and stride * itemsize % ALIGN == 0 and (stride - elements) * itemsize < ALIGN
