@@ -26,7 +26,7 @@ from engines import parity, trt_build
 from engines.artifact import sha256_file
 from engines.base import Engine, EngineSpec
 from engines.errors import EngineCallError, EngineUnavailableError, ParityError, TargetMismatchError
-from engines.hardware import cuda_ordinal
+from engines.hardware import cuda_ordinal, number_gpus_like_nvidia_smi
 
 INSTALL_HINT = ("install the project's wheel with its gpu extra (tensorrt-cu12 10.x) in the executors' Python, "
                 "plus a CUDA build of torch: README.md, 'Installing on executors'")
@@ -49,6 +49,7 @@ def check_target(target: Mapping, trt_version: str, compute_capability: tuple[in
 
 
 def _import_runtime():
+    number_gpus_like_nvidia_smi()  # before torch can initialise CUDA
     missing = []
     try:
         import torch

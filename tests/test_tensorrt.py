@@ -3,7 +3,9 @@ call sequence against a recording fake, target checks, the compile step, clear e
 `gpu`-marked tests build and run real plans and skip without CUDA and TensorRT.
 """
 import dataclasses
+import importlib.abc
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -415,6 +417,29 @@ def test_without_tensorrt_the_error_names_what_is_missing_and_the_fix(trt_artifa
     engine = TensorRTEngine(trt_artifact, open_artifact(trt_artifact), Device("cuda", "0"))
     with pytest.raises(EngineUnavailableError, match=r"needs tensorrt, not importable .*gpu extra.*Installing on executors"):
         engine.load()
+
+
+def test_cuda_numbers_gpus_like_nvidia_smi_before_torch_is_imported(trt_artifact, monkeypatch):
+    """Spark's GPU addresses are nvidia-smi indices; CUDA fixes its order when it initialises."""
+    from engines.tensorrt import TensorRTEngine
+
+    seen = []
+
+    class Torch(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "torch":
+                seen.append(os.environ.get("CUDA_DEVICE_ORDER"))
+                raise ImportError("stop before torch")
+            return None
+
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setitem(sys.modules, "tensorrt", None)
+    monkeypatch.setattr(sys, "meta_path", [Torch(), *sys.meta_path])
+    engine = TensorRTEngine(trt_artifact, open_artifact(trt_artifact), Device("cuda", "0"))
+    with pytest.raises(EngineUnavailableError, match="needs torch and tensorrt"):
+        engine.load()
+    assert seen == ["PCI_BUS_ID"]
 
 
 @pytest.mark.skipif(_cuda_and_tensorrt(), reason="checks the no-GPU message")
