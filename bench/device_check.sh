@@ -39,7 +39,8 @@ command -v java >/dev/null 2>&1 && java -version > "$OUT/java.txt" 2>&1 || log "
 # --- what is missing ------------------------------------------------------------------------
 missing=$("$PY" - <<'EOF'
 import importlib.util
-wanted = {"torch": "torch", "tensorrt": "tensorrt-cu12>=10.4,<11", "transformers": "transformers>=4.45",
+from engines.trt_build import TENSORRT_REQUIREMENT
+wanted = {"torch": "torch", "tensorrt": TENSORRT_REQUIREMENT, "transformers": "transformers>=4.45",
           "onnx": "onnx>=1.16", "onnxruntime": "onnxruntime>=1.20", "onnxscript": "onnxscript>=0.3",
           "tokenizers": "tokenizers>=0.19", "pyspark": "pyspark>=3.5,<3.6", "pandas": "pandas>=2,<3",
           "pyarrow": "pyarrow>=14,<21", "pytest": "pytest>=8"}

@@ -179,7 +179,8 @@ def _export_tensorrt(module, work, output, max_seq_len, buckets, precision, opti
 
     (work / trt_build.BUILD_SPEC).parent.mkdir(parents=True, exist_ok=True)
     (work / trt_build.BUILD_SPEC).write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n")
-    return {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": "10.4", "tensorrt_below": "12",
+    return {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": trt_build.TENSORRT_MIN,
+            "tensorrt_below": trt_build.TENSORRT_BELOW,
             "min_compute_capability": list(trt_build.MIN_COMPUTE_CAPABILITY[precision]), "precision": precision,
             "opset": 18}
 

@@ -1,11 +1,11 @@
-"""TensorRT on an NVIDIA GPU: one plan per (TensorRT version, GPU architecture, precision, profiles).
+"""TensorRT on an NVIDIA GPU: one plan per (TensorRT version, GPU, precision, profiles, graph).
 
 The artifact carries the ONNX graph and a build spec (`tensorrt/build.json`, one optimisation
 profile per sequence bucket). On first use an executor builds the plan for its GPU and caches
 it on local disk (ACCEL_SCORING_CACHE, default /tmp/accel-scoring-cache), under a file lock so
 that concurrent workers build once; `compile --build` on a GPU box ships plans in the artifact.
 
-Runtime (TensorRT 10 API, engines.md §3.3): `set_input_shape` / `set_tensor_address` /
+Runtime (the TensorRT 10 API, unchanged in 11): `set_input_shape` / `set_tensor_address` /
 `execute_async_v3` on a non-default stream, torch CUDA tensors as device buffers and pinned host
 staging buffers. `submit()` copies a batch to the GPU on a copy stream while the previous batch
 computes, so the scorer's next batch overlaps the current one (pipeline_depth = 2).
@@ -28,8 +28,8 @@ from engines.base import Engine, EngineSpec
 from engines.errors import EngineCallError, EngineUnavailableError, ParityError, TargetMismatchError
 from engines.hardware import cuda_ordinal, number_gpus_like_nvidia_smi
 
-INSTALL_HINT = ("install the project's wheel with its gpu extra (tensorrt-cu12 10.x) in the executors' Python, "
-                "plus a CUDA build of torch: README.md, 'Installing on executors'")
+INSTALL_HINT = (f"install the project's wheel with its gpu extra ({trt_build.TENSORRT_REQUIREMENT}) in the executors' "
+                "Python, plus a CUDA build of torch: README.md, 'Installing on executors'")
 
 
 def check_target(target: Mapping, trt_version: str, compute_capability: tuple[int, int], precision: str) -> None:
@@ -163,6 +163,10 @@ class TensorRTEngine(Engine):
             key, lambda: trt_build.build_serialized(trt, onnx_path, self.build_spec, names, logger),
             prebuilt_dir=self.folder / trt_build.PLANS_DIR)
         self._runtime = trt.Runtime(logger)
+        if self.build_spec.version_compatible:
+            # A version-compatible plan carries its own lean runtime as host code, which a
+            # Runtime refuses to deserialize unless allowed.
+            self._runtime.engine_host_code_allowed = True
         self._engine = self._runtime.deserialize_cuda_engine(path.read_bytes())
         if self._engine is None:
             raise TargetMismatchError(f"TensorRT {trt.__version__} could not deserialize {path}; delete it to rebuild")
@@ -175,7 +179,7 @@ class TensorRTEngine(Engine):
         self._dtypes = {n: _torch_dtype(torch, trt, self._engine.get_tensor_dtype(n)) for n in names}
         self._out_dtype = _torch_dtype(torch, trt, self._engine.get_tensor_dtype(self._output))
         self._out_width = int(self._engine.get_tensor_shape(self._output)[-1])
-        self._compute = torch.cuda.Stream(device=self._cuda)  # never the default stream (engines.md §3.3)
+        self._compute = torch.cuda.Stream(device=self._cuda)  # not the default stream, which waits for all others
         self._copy = torch.cuda.Stream(device=self._cuda)
         self._slots = [_Slot(torch, self._cuda), _Slot(torch, self._cuda)]
         self._next_slot = 0
@@ -258,7 +262,7 @@ def _accepted(ok: bool, what: str) -> None:
 
 
 def _torch_dtype(torch, trt, dtype):
-    """torch dtype for a TensorRT tensor dtype (inputs may be int64 or int32: engines.md §7.4)."""
+    """torch dtype for a TensorRT tensor dtype (the parser may keep int64 inputs or narrow them to int32)."""
     names = {"INT64": torch.int64, "INT32": torch.int32, "FLOAT": torch.float32, "HALF": torch.float16,
              "BF16": torch.bfloat16}
     for name, torch_dtype in names.items():

@@ -25,6 +25,10 @@ PRECISIONS = ("fp16", "fp32", "bf16")
 MIN_COMPUTE_CAPABILITY = {"fp16": (7, 5), "fp32": (7, 5), "bf16": (8, 0)}
 DEFAULT_MAX_TOKENS = 16384
 DEFAULT_CACHE = "/tmp/accel-scoring-cache"
+# The supported TensorRT releases: the gpu extra (pyproject.toml), the device check and every
+# artifact's target read it from here; tests/test_tensorrt.py checks pyproject.toml agrees.
+TENSORRT_MIN, TENSORRT_BELOW = "10.4", "12"
+TENSORRT_REQUIREMENT = f"tensorrt-cu12>={TENSORRT_MIN},<{TENSORRT_BELOW}"
 
 
 class BuildError(RuntimeError):

@@ -297,6 +297,18 @@ def test_target_checks_compute_capability_and_version():
         check_target({"device": "neuron"}, "10.9.0", (8, 6), "fp16")
 
 
+def test_one_tensorrt_range_that_includes_11():
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras["gpu"] == [trt_build.TENSORRT_REQUIREMENT]
+    target = {"device": "cuda", "tensorrt_min": trt_build.TENSORRT_MIN, "tensorrt_below": trt_build.TENSORRT_BELOW}
+    for version in ("10.4.0", "10.16.1.11", "11.0.0.114", "11.4.0.106"):
+        check_target(target, version, (8, 6), "fp16")
+    script = (ROOT / "bench" / "device_check.sh").read_text()
+    assert "TENSORRT_REQUIREMENT" in script and "tensorrt-cu12>=" not in script  # read from trt_build, not copied
+
+
 # ------------------------------------------------------------------ compile, registry, errors (CPU)
 
 
@@ -310,6 +322,7 @@ def test_compile_writes_graph_build_spec_and_honest_parity(trt_artifact):
     assert (m.backend, m.precision) == ("tensorrt", "fp16")
     assert {"model.onnx", "tensorrt/model.fp16.onnx", "tensorrt/build.json", "parity/probes.npz"} <= set(m.files)
     assert m.target["device"] == "cuda" and m.target["min_compute_capability"] == [7, 5]
+    assert (m.target["tensorrt_min"], m.target["tensorrt_below"]) == (trt_build.TENSORRT_MIN, trt_build.TENSORRT_BELOW)
     assert m.parity["passed"] is None and m.parity["skipped"] == "no GPU at compile time; checked on first build"
     assert m.parity["onnx_fp32"]["passed"] is True and m.parity["onnx_fp32"]["max_abs_diff"] <= 1e-4
     assert m.parity["onnx_fp16_cpu"]["passed"] is True
@@ -633,3 +646,24 @@ def test_chunk_strides_are_whole_multiples_of_256_bytes():
     for elements, itemsize in ((48 * 3, 4), (48 * 33, 8), (48 * 7, 4), (64, 4), (1, 2)):
         stride = aligned(elements, itemsize)
         assert stride >= elements and stride * itemsize % ALIGN == 0 and (stride - elements) * itemsize < ALIGN
+
+
+def test_version_compatible_plans_are_allowed_their_host_code(trt_artifact, artifact_copy, emulated_gpu, monkeypatch):
+    """A VERSION_COMPATIBLE plan embeds its lean runtime; a Runtime refuses it unless allowed."""
+    from engines.tensorrt import TensorRTEngine
+
+    trt, _ = emulated_gpu
+    allowed = []
+
+    class Runtime(trt.Runtime):
+        def deserialize_cuda_engine(self, data):
+            allowed.append(getattr(self, "engine_host_code_allowed", False))
+            return super().deserialize_cuda_engine(data)
+
+    monkeypatch.setattr(trt, "Runtime", Runtime)
+    compatible = artifact_copy(trt_artifact)
+    spec = dataclasses.replace(trt_build.BuildSpec.read(compatible), version_compatible=True)
+    (compatible / trt_build.BUILD_SPEC).write_text(json.dumps(spec.to_dict()))
+    for folder in (trt_artifact, compatible):
+        TensorRTEngine(folder, open_artifact(folder, verify=False), Device("cuda", "0")).load().close()
+    assert allowed == [False, True]
