@@ -43,6 +43,7 @@ class Options:
     neuron_target: str = "inf2"  # neuronx --target
     workspace_mib: int = 4096
     max_tokens: int = trt_build.DEFAULT_MAX_TOKENS
+    optimization_level: int = trt_build.BuildSpec.optimization_level  # bench/device_check.py: 2, to fit its time
 
 
 def default_precision(backend: str) -> str:
@@ -174,7 +175,8 @@ def _export_tensorrt(module, work, output, max_seq_len, buckets, precision, opti
         convert_precision(work / "model.onnx", work / graph, precision)
     spec = trt_build.BuildSpec(onnx=graph, precision=precision,
                                profiles=tuple(trt_build.profiles_for(buckets, max_seq_len, options.max_tokens)),
-                               workspace_mib=options.workspace_mib, max_tokens=options.max_tokens)
+                               workspace_mib=options.workspace_mib, max_tokens=options.max_tokens,
+                               optimization_level=options.optimization_level)
     import json
 
     (work / trt_build.BUILD_SPEC).parent.mkdir(parents=True, exist_ok=True)
