@@ -258,7 +258,7 @@ def compile_artifact(hf_dir: Path, task: str, out: Path, name: str) -> dict:
             "optimization_level": CHECK_OPTIMIZATION_LEVEL}
 
 
-def trtexec_parse(artifact: Path, timeout_s: float = 150.0) -> dict:
+def trtexec_parse(artifact: Path, timeout_s: float = 90.0) -> dict:
     """`trtexec --stronglyTyped` on the graph the engine builds: NVIDIA's parser and builder, no inference."""
     from engines.artifact import open_artifact
 
