@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Device check for the TensorRT backend (issue #4), on one NVIDIA GPU, in under 8 minutes.
+# Device check for the TensorRT backend, on one NVIDIA GPU, in under 8 minutes.
 #
 #   OUT=/some/folder bash bench/device_check.sh
 #
 # 1. records nvidia-smi and the Python environment;
-# 2. installs only what is missing (tensorrt-cu12 10.x, a CUDA torch, transformers, onnx,
-#    onnxruntime, onnxscript, tokenizers, pyspark, pandas, pyarrow) with pip; where the machine
-#    has no package index, it says which are missing and stops;
-# 3. runs `python -m bench.device_check`: TensorRT fp16 engines for MiniLM and a random-weight
-#    BERT-base, built on this GPU on first use and cached; parity against PyTorch (label
-#    agreement >= 99.5%, p99 |score diff| <= 0.01); engine-only and job throughput at seq 128;
-# 4. runs the gpu-marked pytest tests if time is left.
-# Results: $OUT/device_check.json (rewritten after every stage), $OUT/log.txt, $OUT/pytest-gpu.txt.
-# Exit status: 0 when every parity gate passed and no stage failed.
+# 2. installs only what is missing (tensorrt-cu12 in the range engines/trt_build.py supports, a
+#    CUDA torch, transformers, onnx, onnxruntime, onnxscript, tokenizers, pyspark, pandas,
+#    pyarrow) with pip, where the machine reaches a package index;
+# 3. checks `import tensorrt` and `torch.cuda.is_available()`, and without them says in one
+#    line what is missing and how to install it, and stops (exit 2);
+# 4. runs `python -m bench.device_check`: TensorRT fp16 engines for MiniLM and a random-weight
+#    BERT-base (two profiles, builder optimisation level 2), the graph through
+#    `trtexec --stronglyTyped` where trtexec exists, parity with engines.parity (the gate the
+#    engines use), engine-only and job throughput at seq 128, GPU memory per engine;
+# 5. runs the gpu-marked pytest tests if time is left.
+# Results: $OUT/device_check.json (rewritten after every stage; `figures` holds the numbers),
+# $OUT/log.txt, $OUT/pytest-gpu.txt. Exit status: 0 when every parity gate passed and no stage
+# failed; 2 when tensorrt or a CUDA torch is missing.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -39,7 +43,8 @@ command -v java >/dev/null 2>&1 && java -version > "$OUT/java.txt" 2>&1 || log "
 # --- what is missing ------------------------------------------------------------------------
 missing=$("$PY" - <<'EOF'
 import importlib.util
-wanted = {"torch": "torch", "tensorrt": "tensorrt-cu12>=10.4,<11", "transformers": "transformers>=4.45",
+from engines.trt_build import TENSORRT_REQUIREMENT
+wanted = {"torch": "torch", "tensorrt": TENSORRT_REQUIREMENT, "transformers": "transformers>=4.45",
           "onnx": "onnx>=1.16", "onnxruntime": "onnxruntime>=1.20", "onnxscript": "onnxscript>=0.3",
           "tokenizers": "tokenizers>=0.19", "pyspark": "pyspark>=3.5,<3.6", "pandas": "pandas>=2,<3",
           "pyarrow": "pyarrow>=14,<21", "pytest": "pytest>=8"}
@@ -49,14 +54,16 @@ EOF
 if [ -n "$missing" ]; then
   log "installing: $missing"
   # shellcheck disable=SC2086
-  if ! timeout $(( $(left) / 2 )) "$PY" -m pip install -q $missing >> "$LOG" 2>&1; then
-    log "pip install failed; missing: $missing"
-    printf '{"passed": false, "errors": ["missing packages and pip install failed: %s"]}\n' "$missing" \
-      > "$OUT/device_check.json"
-    exit 2
-  fi
+  timeout $(( $(left) / 2 )) "$PY" -m pip install -q $missing >> "$LOG" 2>&1 \
+    || log "pip install failed (see log.txt); the check below says what is still missing"
 fi
-"$PY" -c "import torch, tensorrt; assert torch.cuda.is_available(), 'torch has no CUDA'; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'tensorrt', tensorrt.__version__)" 2>&1 | tee -a "$LOG"
+if ! ready=$("$PY" -m bench.device_check --preflight 2>> "$LOG"); then
+  log "${ready:-python -m bench.device_check --preflight failed (see log.txt)}"
+  "$PY" -c 'import json, sys; print(json.dumps({"passed": False, "errors": [sys.argv[1]]}))' "$ready" \
+    > "$OUT/device_check.json"
+  exit 2
+fi
+log "$ready"
 
 # --- the check ----------------------------------------------------------------------------
 budget=$(( $(left) - 90 ))     # leave room for the pytest stage and for writing results

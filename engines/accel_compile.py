@@ -27,8 +27,6 @@ from engines import parity, trt_build
 from engines.errors import ArtifactError, EngineUnavailableError
 
 BACKENDS = ("tensorrt", "neuronx", "neuron")
-# The TensorRT releases a tensorrt artifact's build spec and plans are made for (its target).
-TENSORRT_MIN, TENSORRT_BELOW = "10.4", "12"
 PRECISIONS = {"onnx": ("fp32", "int8"), "torch": ("fp32",), "tensorrt": ("fp16", "fp32", "bf16"),
               "neuronx": ("bf16", "fp16", "fp32"), "neuron": ("bf16", "fp16")}
 NEURONX_TARGETS = ("inf2", "trn1", "trn1n", "trn2")
@@ -43,6 +41,7 @@ class Options:
     neuron_target: str = "inf2"  # neuronx --target
     workspace_mib: int = 4096
     max_tokens: int = trt_build.DEFAULT_MAX_TOKENS
+    optimization_level: int = trt_build.BuildSpec.optimization_level  # bench/device_check.py: 2, to fit its time
 
 
 def default_precision(backend: str) -> str:
@@ -174,12 +173,14 @@ def _export_tensorrt(module, work, output, max_seq_len, buckets, precision, opti
         convert_precision(work / "model.onnx", work / graph, precision)
     spec = trt_build.BuildSpec(onnx=graph, precision=precision,
                                profiles=tuple(trt_build.profiles_for(buckets, max_seq_len, options.max_tokens)),
-                               workspace_mib=options.workspace_mib, max_tokens=options.max_tokens)
+                               workspace_mib=options.workspace_mib, max_tokens=options.max_tokens,
+                               optimization_level=options.optimization_level)
     import json
 
     (work / trt_build.BUILD_SPEC).parent.mkdir(parents=True, exist_ok=True)
     (work / trt_build.BUILD_SPEC).write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n")
-    return {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": TENSORRT_MIN, "tensorrt_below": TENSORRT_BELOW,
+    return {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": trt_build.TENSORRT_MIN,
+            "tensorrt_below": trt_build.TENSORRT_BELOW,
             "min_compute_capability": list(trt_build.MIN_COMPUTE_CAPABILITY[precision]), "precision": precision,
             "opset": 18}
 

@@ -15,3 +15,11 @@ class EngineUnavailableError(RuntimeError):
 
 class TargetMismatchError(RuntimeError):
     """The artifact was compiled for a runtime or device that is not the one found."""
+
+
+class EngineCallError(RuntimeError):
+    """The engine's runtime refused a call the engine made (a shape, a tensor address, a profile).
+
+    That is a bug or a mismatch between engine and runtime, the same for every batch, so the
+    scorer does not split and retry the batch: the task fails with this message.
+    """

@@ -207,13 +207,23 @@ def neuron_generation(target_or_instance: str) -> str | None:
     return NEURON_GENERATIONS.get(family)
 
 
+def number_gpus_like_nvidia_smi() -> None:
+    """Make CUDA order GPUs by PCI bus id, as nvidia-smi does; call it before CUDA initialises.
+
+    CUDA's default order puts the fastest GPU first, so on a host with mixed or several GPUs a
+    Spark address (an nvidia-smi index) would name a different device than the ordinal
+    cuda_ordinal returns. CUDA reads this variable once, when it initialises in the process.
+    """
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+
+
 def cuda_ordinal(address: str | None, visible: str | None, device_count: int) -> int:
-    """The CUDA ordinal for a Spark GPU address.
+    """The CUDA ordinal for a Spark GPU address (with number_gpus_like_nvidia_smi in effect).
 
     Spark addresses are the host's GPU indices (what nvidia-smi printed). If the process sees
     one GPU (YARN/cgroup isolation, or CUDA_VISIBLE_DEVICES narrowed to it) it is ordinal 0
-    whatever its host index (engines.md §7.6); if CUDA_VISIBLE_DEVICES lists indices, the
-    address's position in that list is its ordinal.
+    whatever its host index; if CUDA_VISIBLE_DEVICES lists indices, the address's position in
+    that list is its ordinal.
     """
     if device_count < 1:
         raise ValueError("no CUDA device is visible to this process")

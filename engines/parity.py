@@ -59,12 +59,14 @@ def probe_batches(tokenizer, task: str, max_seq_len: int) -> list[dict[str, np.n
 
 
 def reference_outputs(module, batches: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
+    """The module's outputs where it lives: the CPU at compile time, the GPU in bench/device_check.py."""
     import torch
 
+    device = next(module.parameters()).device
     outs = []
     for feed in batches:
         with torch.no_grad():
-            outs.append(module(*(torch.from_numpy(feed[k]) for k in INPUTS)).numpy())
+            outs.append(module(*(torch.from_numpy(feed[k]).to(device) for k in INPUTS)).cpu().numpy())
     return outs
 
 

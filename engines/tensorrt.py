@@ -1,11 +1,11 @@
-"""TensorRT on an NVIDIA GPU: one plan per (TensorRT version, GPU architecture, precision, profiles).
+"""TensorRT on an NVIDIA GPU: one plan per (TensorRT version, GPU, precision, profiles, graph).
 
 The artifact carries the ONNX graph and a build spec (`tensorrt/build.json`, one optimisation
 profile per sequence bucket). On first use an executor builds the plan for its GPU and caches
 it on local disk (ACCEL_SCORING_CACHE, default /tmp/accel-scoring-cache), under a file lock so
 that concurrent workers build once; `compile --build` on a GPU box ships plans in the artifact.
 
-Runtime (TensorRT 10 API, engines.md §3.3): `set_input_shape` / `set_tensor_address` /
+Runtime (the TensorRT 10 API, unchanged in 11): `set_input_shape` / `set_tensor_address` /
 `execute_async_v3` on a non-default stream, torch CUDA tensors as device buffers and pinned host
 staging buffers. `submit()` copies a batch to the GPU on a copy stream while the previous batch
 computes, so the scorer's next batch overlaps the current one (pipeline_depth = 2).
@@ -25,21 +25,11 @@ import numpy as np
 from engines import parity, trt_build
 from engines.artifact import sha256_file
 from engines.base import Engine, EngineSpec
-from engines.errors import EngineUnavailableError, ParityError, TargetMismatchError
-from engines.hardware import cuda_ordinal
+from engines.errors import EngineCallError, EngineUnavailableError, ParityError, TargetMismatchError
+from engines.hardware import cuda_ordinal, number_gpus_like_nvidia_smi
 
-INSTALL_HINT = ("install the project's wheel with its gpu extra (tensorrt-cu12 10.x) in the executors' Python, "
-                "plus a CUDA build of torch: README.md, 'Installing on executors'")
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    out = []
-    for part in text.split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
+INSTALL_HINT = (f"install the project's wheel with its gpu extra ({trt_build.TENSORRT_REQUIREMENT}) in the executors' "
+                "Python, plus a CUDA build of torch: README.md, 'Installing on executors'")
 
 
 def check_target(target: Mapping, trt_version: str, compute_capability: tuple[int, int], precision: str) -> None:
@@ -52,13 +42,14 @@ def check_target(target: Mapping, trt_version: str, compute_capability: tuple[in
             f"this GPU has compute capability {compute_capability[0]}.{compute_capability[1]}; the artifact's "
             f"{precision} build needs >= {need[0]}.{need[1]} (bf16 needs Ampere or newer; T4 is 7.5)")
     lo, hi = target.get("tensorrt_min"), target.get("tensorrt_below")
-    have = _version_tuple(trt_version)
-    if lo and have < _version_tuple(lo) or hi and have >= _version_tuple(hi):
+    have = trt_build.version_tuple(trt_version)
+    if lo and have < trt_build.version_tuple(lo) or hi and have >= trt_build.version_tuple(hi):
         raise TargetMismatchError(f"TensorRT {trt_version} is installed; the artifact was compiled for "
                                   f">= {lo}, < {hi}")
 
 
 def _import_runtime():
+    number_gpus_like_nvidia_smi()  # before torch can initialise CUDA
     missing = []
     try:
         import torch
@@ -81,37 +72,56 @@ def _import_runtime():
     return trt, torch
 
 
+ALIGN = 256  # bytes: TensorRT refuses a tensor address that is not a multiple of this
+
+
+def chunks(rows: int, max_batch: int) -> list[tuple[int, int]]:
+    """(first row, rows) of each chunk: a batch larger than its profile runs in several."""
+    return [(start, min(max_batch, rows - start)) for start in range(0, rows, max_batch)]
+
+
+def aligned(elements: int, itemsize: int) -> int:
+    """`elements` rounded up to a whole number of ALIGN bytes.
+
+    Chunk k of a tensor starts at k * aligned(chunk elements) in its slot buffer, so every
+    chunk's address is one TensorRT accepts whatever the batch, sequence or label count.
+    """
+    step = ALIGN // itemsize
+    return -(-elements // step) * step
+
+
 class _Slot:
-    """One set of staging and device buffers; two slots let one batch copy while another computes."""
+    """One set of flat staging and device buffers; two slots let one batch copy while another computes."""
 
     def __init__(self, torch, device):
         self.torch, self.device = torch, device
-        self.rows = 0
-        self.capacity = 0
+        self.host: dict = {}
+        self.dev: dict = {}
         self.copied = torch.cuda.Event()
         self.done = torch.cuda.Event()
         self.used = False
         self.pending = None
 
-    def ensure(self, tokens: int, rows: int, dtypes: Mapping[str, object], out_width: int, out_dtype) -> None:
+    def ensure(self, sizes: Mapping[str, int], dtypes: Mapping[str, object]) -> None:
+        """At least sizes[name] elements of dtypes[name] for every tensor, on the host and the device."""
         torch = self.torch
-        if tokens > self.capacity or rows > self.rows:
-            self.capacity, self.rows = max(tokens, self.capacity), max(rows, self.rows)
-            self.host = {n: torch.empty(self.capacity, dtype=dt, pin_memory=True) for n, dt in dtypes.items()}
-            self.dev = {n: torch.empty(self.capacity, dtype=dt, device=self.device) for n, dt in dtypes.items()}
-            self.host_out = torch.empty((self.rows, out_width), dtype=out_dtype, pin_memory=True)
-            self.dev_out = torch.empty((self.rows, out_width), dtype=out_dtype, device=self.device)
+        for name, size in sizes.items():
+            if name not in self.dev or self.dev[name].numel() < size:
+                self.host[name] = torch.empty(size, dtype=dtypes[name], pin_memory=True)
+                self.dev[name] = torch.empty(size, dtype=dtypes[name], device=self.device)
 
 
 class _Pending:
-    def __init__(self, slot: _Slot, rows: int):
-        self.slot, self.rows = slot, rows
+    def __init__(self, slot: _Slot, output: str, parts: list[tuple[int, int]], stride: int, width: int):
+        self.slot, self.output, self.parts, self.stride, self.width = slot, output, parts, stride, width
         self._value = None
 
     def result(self) -> np.ndarray:
         if self._value is None:
             self.slot.done.synchronize()
-            self._value = self.slot.host_out[: self.rows].float().numpy().copy()
+            flat = self.slot.host[self.output]
+            rows = [flat[k * self.stride:k * self.stride + n * self.width] for k, (_, n) in enumerate(self.parts)]
+            self._value = self.slot.torch.cat(rows).reshape(-1, self.width).float().numpy().copy()
             self.slot.pending = None
         return self._value
 
@@ -145,13 +155,18 @@ class TensorRTEngine(Engine):
         check_target(self.manifest.target, trt.__version__, cc, self.build_spec.precision)
         onnx_path = self.folder / self.build_spec.onnx
         onnx_sha = self.manifest.files.get(self.build_spec.onnx) or sha256_file(onnx_path)
-        key = trt_build.plan_cache_key(trt.__version__, cc, self.build_spec, onnx_sha)
+        key = trt_build.plan_cache_key(trt.__version__, torch.cuda.get_device_name(self._cuda), cc, self.build_spec,
+                                       onnx_sha)
         logger = trt.Logger(trt.Logger.WARNING)
         names = list(self.manifest.inputs)
         path, self.plan_source = trt_build.cached_plan(
             key, lambda: trt_build.build_serialized(trt, onnx_path, self.build_spec, names, logger),
             prebuilt_dir=self.folder / trt_build.PLANS_DIR)
         self._runtime = trt.Runtime(logger)
+        if self.build_spec.version_compatible:
+            # A version-compatible plan carries its own lean runtime as host code, which a
+            # Runtime refuses to deserialize unless allowed.
+            self._runtime.engine_host_code_allowed = True
         self._engine = self._runtime.deserialize_cuda_engine(path.read_bytes())
         if self._engine is None:
             raise TargetMismatchError(f"TensorRT {trt.__version__} could not deserialize {path}; delete it to rebuild")
@@ -164,7 +179,7 @@ class TensorRTEngine(Engine):
         self._dtypes = {n: _torch_dtype(torch, trt, self._engine.get_tensor_dtype(n)) for n in names}
         self._out_dtype = _torch_dtype(torch, trt, self._engine.get_tensor_dtype(self._output))
         self._out_width = int(self._engine.get_tensor_shape(self._output)[-1])
-        self._compute = torch.cuda.Stream(device=self._cuda)  # never the default stream (engines.md §3.3)
+        self._compute = torch.cuda.Stream(device=self._cuda)  # not the default stream, which waits for all others
         self._copy = torch.cuda.Stream(device=self._cuda)
         self._slots = [_Slot(torch, self._cuda), _Slot(torch, self._cuda)]
         self._next_slot = 0
@@ -185,40 +200,49 @@ class TensorRTEngine(Engine):
         torch = self._torch
         n, seq = feed[self.manifest.inputs[0]].shape
         index = trt_build.profile_index(self.profiles, seq)
-        profile = self.profiles[index]
         slot = self._slots[self._next_slot]
         self._next_slot ^= 1
         if slot.pending is not None:
             slot.pending.result()  # its outputs are read before the buffers are reused
         if slot.used:
             slot.done.synchronize()
-        slot.ensure(n * seq, n, self._dtypes, self._out_width, self._out_dtype)
-        for name, dt in self._dtypes.items():
-            staged = slot.host[name][: n * seq]
-            staged.copy_(torch.from_numpy(np.ascontiguousarray(feed[name])).reshape(-1))
+        out = self._output
+        parts = chunks(n, self.profiles[index].max_batch)
+        dtypes = {**self._dtypes, out: self._out_dtype}
+        row = {**{name: seq for name in self._dtypes}, out: self._out_width}
+        stride = {name: aligned(parts[0][1] * row[name], dt.itemsize) for name, dt in dtypes.items()}
+        span = {name: (len(parts) - 1) * stride[name] + parts[-1][1] * row[name] for name in dtypes}
+        slot.ensure(span, dtypes)
+        for name in self._dtypes:
+            given = torch.from_numpy(np.ascontiguousarray(feed[name])).reshape(-1)
+            for k, (start, rows) in enumerate(parts):
+                at = k * stride[name]
+                slot.host[name][at:at + rows * seq].copy_(given[start * seq:(start + rows) * seq])
         with torch.cuda.stream(self._copy):
             for name in self._dtypes:
-                slot.dev[name][: n * seq].copy_(slot.host[name][: n * seq], non_blocking=True)
+                slot.dev[name][:span[name]].copy_(slot.host[name][:span[name]], non_blocking=True)
             slot.copied.record(self._copy)
         self._compute.wait_event(slot.copied)
         ctx, stream = self._context, self._compute.cuda_stream
         if self._active_profile != index:
-            ctx.set_optimization_profile_async(index, stream)
+            _accepted(ctx.set_optimization_profile_async(index, stream),
+                      f"optimisation profile {index} of {len(self.profiles)}")
             self._active_profile = index
-        for start in range(0, n, profile.max_batch):
-            rows = min(profile.max_batch, n - start)
+        for k, (_, rows) in enumerate(parts):
             for name in self._dtypes:
-                view = slot.dev[name][start * seq:(start + rows) * seq]
-                ctx.set_input_shape(name, (rows, seq))
-                ctx.set_tensor_address(name, view.data_ptr())
-            ctx.set_tensor_address(self._output, slot.dev_out[start:start + rows].data_ptr())
+                _accepted(ctx.set_input_shape(name, (rows, seq)),
+                          f"input shape {name} {(rows, seq)} in profile {index} {self.profiles[index]}")
+            for name in dtypes:
+                address = slot.dev[name][k * stride[name]:].data_ptr()
+                _accepted(ctx.set_tensor_address(name, address),
+                          f"the address {address:#x} of {name} (it must be a multiple of {ALIGN} bytes)")
             if not ctx.execute_async_v3(stream):
                 raise RuntimeError(f"TensorRT execute_async_v3 failed on a [{rows}, {seq}] batch")
         with torch.cuda.stream(self._compute):
-            slot.host_out[:n].copy_(slot.dev_out[:n], non_blocking=True)
+            slot.host[out][:span[out]].copy_(slot.dev[out][:span[out]], non_blocking=True)
             slot.done.record(self._compute)
         slot.used = True
-        slot.pending = _Pending(slot, n)
+        slot.pending = _Pending(slot, out, parts, stride[out], self._out_width)
         return slot.pending
 
     def _infer(self, feed: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -231,8 +255,14 @@ class TensorRTEngine(Engine):
             self.__dict__.pop(attr, None)
 
 
+def _accepted(ok: bool, what: str) -> None:
+    """TensorRT's setters return False (and keep the previous value) instead of raising."""
+    if not ok:
+        raise EngineCallError(f"TensorRT refused {what}")
+
+
 def _torch_dtype(torch, trt, dtype):
-    """torch dtype for a TensorRT tensor dtype (inputs may be int64 or int32: engines.md §7.4)."""
+    """torch dtype for a TensorRT tensor dtype (the parser may keep int64 inputs or narrow them to int32)."""
     names = {"INT64": torch.int64, "INT32": torch.int32, "FLOAT": torch.float32, "HALF": torch.float16,
              "BF16": torch.bfloat16}
     for name, torch_dtype in names.items():

@@ -1,6 +1,6 @@
 """TensorRT build: optimisation profiles from buckets, the plan cache, and the build itself.
 
-The build is written in the strongly-typed style (engines.md §0.3, §3.2): the network takes
+The build is written in the strongly-typed style (docs/accelerators.md): the network takes
 each tensor's precision from the ONNX graph, and no precision builder flag is set, so the same
 code builds on TensorRT 10 and 11. Reduced precision therefore lives in the graph: compile
 writes `tensorrt/model.fp16.onnx` (or bf16) next to the fp32 `model.onnx`.
@@ -25,6 +25,10 @@ PRECISIONS = ("fp16", "fp32", "bf16")
 MIN_COMPUTE_CAPABILITY = {"fp16": (7, 5), "fp32": (7, 5), "bf16": (8, 0)}
 DEFAULT_MAX_TOKENS = 16384
 DEFAULT_CACHE = "/tmp/accel-scoring-cache"
+# The supported TensorRT releases: the gpu extra (pyproject.toml), the device check and every
+# artifact's target read it from here; tests/test_tensorrt.py checks pyproject.toml agrees.
+TENSORRT_MIN, TENSORRT_BELOW = "10.4", "12"
+TENSORRT_REQUIREMENT = f"tensorrt-cu12>={TENSORRT_MIN},<{TENSORRT_BELOW}"
 
 
 class BuildError(RuntimeError):
@@ -117,17 +121,21 @@ class BuildSpec:
         return cls.from_dict(json.loads((Path(folder) / BUILD_SPEC).read_text()))
 
 
-def plan_cache_key(trt_version: str, compute_capability: tuple[int, int], spec: BuildSpec, onnx_sha256: str) -> str:
+def plan_cache_key(trt_version: str, device_name: str, compute_capability: tuple[int, int], spec: BuildSpec,
+                   onnx_sha256: str) -> str:
     """File stem of a plan: readable parts first, then a digest of everything that shapes it.
 
-    A plan is only valid for the exact TensorRT version, the GPU architecture, the precision,
-    the profiles and the graph it was built from (engines.md §3.2), so all of them are in it.
+    A plan is only valid for the exact TensorRT version, the GPU, the precision, the profiles
+    and the graph it was built from, so all of them are in it. The GPU is its name as well as
+    its compute capability: TensorRT tunes kernels per device, and different GPUs share one
+    capability (L4 and L40S are both 8.9).
     """
     major, minor = compute_capability
-    blob = json.dumps({"trt": trt_version, "cc": [major, minor], "spec": spec.to_dict(), "onnx": onnx_sha256},
-                      sort_keys=True)
+    blob = json.dumps({"trt": trt_version, "gpu": device_name, "cc": [major, minor], "spec": spec.to_dict(),
+                       "onnx": onnx_sha256}, sort_keys=True)
     digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
-    return f"trt{trt_version}-sm{major}{minor}-{spec.precision}-{digest}"
+    gpu = "".join(ch if ch.isalnum() else "_" for ch in device_name.strip()) or "gpu"
+    return f"trt{trt_version}-sm{major}{minor}-{gpu}-{spec.precision}-{digest}"
 
 
 def cache_root() -> Path:
@@ -184,9 +192,7 @@ def build_serialized(trt, onnx_path: Path, spec: BuildSpec, input_names: Sequenc
     """
     logger = logger or trt.Logger(trt.Logger.WARNING)
     builder = trt.Builder(logger)
-    # Strongly typed: precision comes from the graph. On 10.x this replaces BuilderFlag.FP16/BF16,
-    # which TensorRT 11 removed; the same call works on both.
-    network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
+    network = builder.create_network(network_flags(trt))
     parser = trt.OnnxParser(network, logger)
     if not parser.parse_from_file(str(onnx_path)):
         errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
@@ -195,15 +201,41 @@ def build_serialized(trt, onnx_path: Path, spec: BuildSpec, input_names: Sequenc
     config = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(spec.workspace_mib) << 20)
     config.builder_optimization_level = int(spec.optimization_level)
+    if spec.precision == "fp32":
+        # TF32 is on by default and rounds fp32 matmul inputs to 10 mantissa bits on Ampere and
+        # newer: an fp32 plan would miss the fp32 parity gate (engines/parity.py, logits 1e-4).
+        config.clear_flag(trt.BuilderFlag.TF32)
     if spec.version_compatible:
         config.set_flag(trt.BuilderFlag.VERSION_COMPATIBLE)
     for p in spec.profiles:
         profile = builder.create_optimization_profile()
         for name in names:
             profile.set_shape(name, p.min, p.opt, p.max)
-        config.add_optimization_profile(profile)
+        if config.add_optimization_profile(profile) < 0:
+            raise BuildError(f"TensorRT refused optimisation profile {p} for inputs {names} (min <= opt <= max "
+                             "for every input, batch and sequence >= 1)")
     plan = builder.build_serialized_network(network, config)
     if plan is None:
         raise BuildError(f"TensorRT failed to build {onnx_path} ({spec.precision}, {len(spec.profiles)} profiles); "
                          "see the TensorRT log above")
     return bytes(plan)
+
+
+def network_flags(trt) -> int:
+    """Strongly typed: precision comes from the graph (it replaces BuilderFlag.FP16/BF16, which
+    TensorRT 11 removed). 10.x needs the STRONGLY_TYPED creation flag; 11 always builds strongly
+    typed and deprecates the flag, so no flag is passed there."""
+    if version_tuple(trt.__version__) >= (11,):
+        return 0
+    return 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """'10.16.1.11' -> (10, 16, 1, 11); stops at the first part without digits."""
+    out = []
+    for part in text.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)

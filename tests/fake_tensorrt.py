@@ -5,8 +5,10 @@ the CPU, reading and writing tensors through the raw addresses given to `set_ten
 and refusing what TensorRT refuses, the way TensorRT does (a False return, the previous state
 kept): an input shape outside the active optimisation profile, a tensor address that is not
 256-byte aligned, a profile index that does not exist. Every ONNX output is an I/O tensor that
-needs an address, and input dtypes are the plan's (int32 or int64). FakeCuda makes streams and
-events no-ops, "device" memory ordinary CPU memory, and reports a chosen compute capability.
+needs an address, input dtypes are the plan's (int32 or int64), and a version-compatible plan
+loads only into a Runtime with `engine_host_code_allowed`. FakeCuda makes streams and events
+no-ops, "device" memory 256-byte aligned CPU memory, and reports a chosen GPU (its name and
+compute capability).
 RecordingTrt is the build side: it records what the build asks of TensorRT.
 
 Both take a TensorRT version and use that version's real enum values (ENUMS); classes carry the
@@ -63,10 +65,10 @@ def _enums(version: str) -> dict[str, type[_Enum]]:
 
 
 class FakeCuda:
-    """torch.cuda as TensorRTEngine uses it, on the CPU; `capability` picks the GPU (T4 is (7, 5))."""
+    """torch.cuda as TensorRTEngine uses it, on the CPU; `capability` and `name` pick the GPU (T4 is (7, 5))."""
 
-    def __init__(self, capability: tuple[int, int] = (8, 6)):
-        self.capability = tuple(capability)
+    def __init__(self, capability: tuple[int, int] = (8, 6), name: str = "NVIDIA A10G"):
+        self.capability, self.name = tuple(capability), name
         self.buffers: list[torch.Tensor] = []
 
     # torch.cuda namespace
@@ -81,6 +83,9 @@ class FakeCuda:
 
     def get_device_capability(self, device=None):
         return self.capability
+
+    def get_device_name(self, device=None):
+        return self.name
 
     class Stream:
         _next = 1
@@ -177,18 +182,23 @@ class FakeTensorRT(_FakeModule):
         outer = self
 
         class Runtime:
+            engine_host_code_allowed = False  # TensorRT's default
+
             def __init__(self, logger):
                 pass
 
             def deserialize_cuda_engine(self, serialized_engine):
-                return ICudaEngine(outer, json.loads(serialized_engine))
+                plan = json.loads(serialized_engine)
+                if plan["version_compatible"] and not self.engine_host_code_allowed:
+                    return None  # TensorRT: the plan embeds its lean runtime, host code this Runtime refuses
+                return ICudaEngine(outer, plan)
 
         self.Runtime = Runtime
 
 
-def plan_bytes(onnx_path, profiles, inputs) -> bytes:
+def plan_bytes(onnx_path, profiles, inputs, version_compatible=False) -> bytes:
     """What the emulated build writes: enough for ICudaEngine to run the graph."""
-    return json.dumps({"onnx": str(onnx_path), "inputs": list(inputs),
+    return json.dumps({"onnx": str(onnx_path), "inputs": list(inputs), "version_compatible": version_compatible,
                        "profiles": [{"min": list(p.min), "max": list(p.max)} for p in profiles]}).encode()
 
 

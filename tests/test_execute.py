@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from tests.fakes import RowEchoEngine, random_encoded
 from udfs.execute import run_encoded
@@ -53,3 +54,19 @@ def test_onnx_runtime_batches_are_padded_to_their_longest_row_exactly(compile_ar
         enc = random_encoded([5, 6, 7, 9, 11])
         result = run_encoded(engine, enc, token_budget=10_000)
     assert result.stats.padded_tokens == 5 * 11 and result.stats.real_tokens == 38
+
+
+def test_a_refused_engine_call_fails_the_task_instead_of_splitting():
+    """The runtime refusing the engine's own call (a shape, an address) fails every batch alike:
+    splitting would retry it down to single rows and turn one bug into a column of row errors."""
+    from engines.errors import EngineCallError
+
+    class Refusing(RowEchoEngine):
+        def _infer(self, feed):
+            self.calls.append(feed["input_ids"].shape)
+            raise EngineCallError("TensorRT refused the address 0x10 of logits")
+
+    engine = Refusing()
+    with pytest.raises(EngineCallError, match="refused the address"):
+        run_encoded(engine, random_encoded([10] * 16), token_budget=16 * 16)
+    assert len(engine.calls) == 1

@@ -3,7 +3,9 @@ call sequence against a recording fake, target checks, the compile step, clear e
 `gpu`-marked tests build and run real plans and skip without CUDA and TensorRT.
 """
 import dataclasses
+import importlib.abc
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -21,8 +23,8 @@ from engines.errors import ArtifactError, EngineUnavailableError, TargetMismatch
 from engines.hardware import Hardware
 from engines.registry import BackendFallbackWarning, resolve_backend
 from engines.tensorrt import check_target
-from tests.fake_tensorrt import (PINNED, FakeCuda, FakeTensorRT, IExecutionContext, RecordingTrt, fake_torch,
-                                 plan_bytes)
+from tests.fake_tensorrt import (PINNED, FakeCuda, FakeTensorRT, IBuilderConfig, IExecutionContext, RecordingTrt,
+                                 fake_torch, plan_bytes)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,16 +84,21 @@ def _spec(precision="fp16", buckets=((32, 128),)):
 
 
 def test_plan_cache_key_changes_with_everything_that_shapes_a_plan():
-    base = trt_build.plan_cache_key("10.9.0", (8, 6), _spec(), "a" * 64)
-    assert base.startswith("trt10.9.0-sm86-fp16-") and base == trt_build.plan_cache_key("10.9.0", (8, 6), _spec(), "a" * 64)
-    others = {
-        trt_build.plan_cache_key("10.9.1", (8, 6), _spec(), "a" * 64),
-        trt_build.plan_cache_key("10.9.0", (8, 9), _spec(), "a" * 64),
-        trt_build.plan_cache_key("10.9.0", (8, 6), _spec("fp32"), "a" * 64),
-        trt_build.plan_cache_key("10.9.0", (8, 6), _spec(buckets=((16, 128),)), "a" * 64),
-        trt_build.plan_cache_key("10.9.0", (8, 6), _spec(), "b" * 64),
-    }
-    assert base not in others and len(others) == 5
+    def key(version="10.9.0", gpu="NVIDIA A10G", cc=(8, 6), spec=None, onnx="a" * 64):
+        return trt_build.plan_cache_key(version, gpu, cc, spec or _spec(), onnx)
+
+    base = key()
+    assert base.startswith("trt10.9.0-sm86-NVIDIA_A10G-fp16-") and base == key()
+    others = {key(version="10.9.1"), key(cc=(8, 9)), key(spec=_spec("fp32")), key(spec=_spec(buckets=((16, 128),))),
+              key(onnx="b" * 64), key(gpu="NVIDIA RTX A6000")}
+    assert base not in others and len(others) == 6
+
+
+def test_gpus_sharing_a_compute_capability_get_their_own_plans():
+    """L4 and L40S are both 8.9; TensorRT tunes kernels per device, so one's plan is not the other's."""
+    l4 = trt_build.plan_cache_key("10.9.0", "NVIDIA L4", (8, 9), _spec(), "a" * 64)
+    l40s = trt_build.plan_cache_key("10.9.0", "NVIDIA L40S", (8, 9), _spec(), "a" * 64)
+    assert l4 != l40s and "NVIDIA_L4-" in l4 and "NVIDIA_L40S-" in l40s
 
 
 def test_cached_plan_builds_once_under_concurrent_workers(tmp_path):
@@ -153,12 +160,19 @@ def test_build_is_strongly_typed_with_a_profile_per_input_and_bucket(tmp_path, v
     trt = RecordingTrt(version=version)
     spec = dataclasses.replace(_spec(buckets=((64, 64), (32, 128))), workspace_mib=1024, optimization_level=2)
     assert trt_build.build_serialized(trt, tmp_path / "m.onnx", spec) == b"serialized"
-    assert ("create_network", {"10": 1 << 1, "11": 1 << 0}[version[:2]]) in trt.calls  # STRONGLY_TYPED: 1, then 0
-    assert trt.config.flags <= {trt.BuilderFlag.TF32}  # no precision flag: precision comes from the graph
+    # 10.x: the STRONGLY_TYPED creation flag (1); 11 is always strongly typed and deprecates it: none.
+    assert ("create_network", {"10": 1 << 1, "11": 0}[version[:2]]) in trt.calls
+    assert trt.config.flags == {trt.BuilderFlag.TF32}  # TensorRT's default, untouched: precision comes from the graph
     assert trt.config.pools == {trt.MemoryPoolType.WORKSPACE: 1024 << 20} and trt.config.builder_optimization_level == 2
     assert [p.shapes["input_ids"] for p in trt.config.profiles] == [
         ((1, 1), (64, 64), (256, 64)), ((1, 65), (32, 128), (128, 128))]
     assert all(set(p.shapes) == {"input_ids", "attention_mask", "token_type_ids"} for p in trt.config.profiles)
+
+
+def test_a_refused_optimisation_profile_is_a_build_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(IBuilderConfig, "add_optimization_profile", lambda self, profile: -1)  # TensorRT's refusal
+    with pytest.raises(trt_build.BuildError, match="refused optimisation profile"):
+        trt_build.build_serialized(RecordingTrt(), tmp_path / "m.onnx", _spec())
 
 
 def test_build_errors_carry_the_parsers_messages(tmp_path):
@@ -182,6 +196,18 @@ def test_target_checks_compute_capability_and_version():
         check_target({"device": "neuron"}, "10.9.0", (8, 6), "fp16")
 
 
+def test_one_tensorrt_range_that_includes_11():
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras["gpu"] == [trt_build.TENSORRT_REQUIREMENT]
+    target = {"device": "cuda", "tensorrt_min": trt_build.TENSORRT_MIN, "tensorrt_below": trt_build.TENSORRT_BELOW}
+    for version in ("10.4.0", "10.16.1.11", "11.0.0.114", "11.4.0.106"):
+        check_target(target, version, (8, 6), "fp16")
+    script = (ROOT / "bench" / "device_check.sh").read_text()
+    assert "TENSORRT_REQUIREMENT" in script and "tensorrt-cu12>=" not in script  # read from trt_build, not copied
+
+
 # ------------------------------------------------------------------ compile, registry, errors (CPU)
 
 
@@ -195,6 +221,7 @@ def test_compile_writes_graph_build_spec_and_honest_parity(trt_artifact):
     assert (m.backend, m.precision) == ("tensorrt", "fp16")
     assert {"model.onnx", "tensorrt/model.fp16.onnx", "tensorrt/build.json", "parity/probes.npz"} <= set(m.files)
     assert m.target["device"] == "cuda" and m.target["min_compute_capability"] == [7, 5]
+    assert (m.target["tensorrt_min"], m.target["tensorrt_below"]) == (trt_build.TENSORRT_MIN, trt_build.TENSORRT_BELOW)
     assert m.parity["passed"] is None and m.parity["skipped"] == "no GPU at compile time; checked on first build"
     assert m.parity["onnx_fp32"]["passed"] is True and m.parity["onnx_fp32"]["max_abs_diff"] <= 1e-4
     assert m.parity["onnx_fp16_cpu"]["passed"] is True
@@ -304,6 +331,29 @@ def test_without_tensorrt_the_error_names_what_is_missing_and_the_fix(trt_artifa
         engine.load()
 
 
+def test_cuda_numbers_gpus_like_nvidia_smi_before_torch_is_imported(trt_artifact, monkeypatch):
+    """Spark's GPU addresses are nvidia-smi indices; CUDA fixes its order when it initialises."""
+    from engines.tensorrt import TensorRTEngine
+
+    seen = []
+
+    class Torch(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "torch":
+                seen.append(os.environ.get("CUDA_DEVICE_ORDER"))
+                raise ImportError("stop before torch")
+            return None
+
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setitem(sys.modules, "tensorrt", None)
+    monkeypatch.setattr(sys, "meta_path", [Torch(), *sys.meta_path])
+    engine = TensorRTEngine(trt_artifact, open_artifact(trt_artifact), Device("cuda", "0"))
+    with pytest.raises(EngineUnavailableError, match="needs torch and tensorrt"):
+        engine.load()
+    assert seen == ["PCI_BUS_ID"]
+
+
 @pytest.mark.skipif(_cuda_and_tensorrt(), reason="checks the no-GPU message")
 def test_without_a_gpu_the_error_says_so(trt_artifact, monkeypatch):
     pytest.importorskip("torch")
@@ -366,16 +416,16 @@ def test_compile_build_ships_a_checked_plan(tiny_models, tmp_path):
 # ------------------------------------------------------------------ the runtime path, on an emulated GPU
 
 
-def _emulate(monkeypatch, tmp_path, input_dtype="INT32", version=PINNED[1], capability=(8, 6)):
-    """TensorRTEngine with tests/fake_tensorrt.py standing in for tensorrt and torch.cuda."""
-    cuda = FakeCuda(capability)
+def _emulate(monkeypatch, tmp_path, input_dtype="INT32", version=PINNED[1], **gpu):
+    """TensorRTEngine with tests/fake_tensorrt.py standing in for tensorrt and torch.cuda; `gpu` goes to FakeCuda."""
+    cuda = FakeCuda(**gpu)
     trt = FakeTensorRT(cuda, input_dtype=input_dtype, version=version)
     monkeypatch.setattr("engines.tensorrt._import_runtime", lambda: (trt, fake_torch(cuda)))
     builds = []
 
     def build(trt_module, onnx_path, spec, names, logger):
         builds.append(Path(onnx_path).name)
-        return plan_bytes(onnx_path, spec.profiles, names)
+        return plan_bytes(onnx_path, spec.profiles, names, spec.version_compatible)
 
     monkeypatch.setattr(trt_build, "build_serialized", build)
     monkeypatch.setenv("ACCEL_SCORING_CACHE", str(tmp_path / "cache"))
@@ -446,12 +496,14 @@ def test_the_emulated_context_refuses_what_tensorrt_refuses_and_keeps_its_state(
     assert not ctx.set_optimization_profile_async(2, 0) and ctx.profile == 0
     assert ctx.set_optimization_profile_async(1, 0) and ctx.profile == 1 and ctx.shapes == {}
     assert not ctx.execute_async_v3(0)  # no shape set since the switch, and no output address
+    runtime = FakeTensorRT(FakeCuda()).Runtime(None)  # a plan with host code needs engine_host_code_allowed
+    assert runtime.deserialize_cuda_engine(plan_bytes("m.onnx", [], ["input_ids"], version_compatible=True)) is None
 
 
 def test_an_emulated_t4_refuses_bf16_and_scores_fp16(compile_artifact, trt_artifact, monkeypatch, tmp_path):
     from engines.tensorrt import TensorRTEngine
 
-    _emulate(monkeypatch, tmp_path, capability=(7, 5))
+    _emulate(monkeypatch, tmp_path, capability=(7, 5), name="Tesla T4")
     bf16 = compile_artifact("pair-classification", "tensorrt", precision="bf16")
     with pytest.raises(TargetMismatchError, match=r"compute capability 7\.5; the artifact's bf16 build needs >= 8\.0"):
         TensorRTEngine(bf16, open_artifact(bf16), Device("cuda", "0")).load()
@@ -460,35 +512,78 @@ def test_an_emulated_t4_refuses_bf16_and_scores_fp16(compile_artifact, trt_artif
     engine.close()
 
 
-@pytest.mark.xfail(strict=True, reason="fix 2 of issue #12 (trt-fixes branch): the engine checks what TensorRT returns")
-@pytest.mark.parametrize("call", ["set_optimization_profile_async", "set_input_shape", "set_tensor_address"])
-def test_the_engine_raises_when_tensorrt_refuses_a_call(trt_artifact, monkeypatch, tmp_path, call):
-    """TensorRT answers False and keeps its previous state; going on would score with stale shapes or buffers."""
+@pytest.mark.parametrize("call, refused", [
+    ("set_optimization_profile_async", r"optimisation profile \d+ of \d+"),
+    ("set_input_shape", r"input shape input_ids \(\d+, \d+\)"),
+    ("set_tensor_address", r"the address 0x[0-9a-f]+ of input_ids"),
+])
+def test_the_engine_raises_when_tensorrt_refuses_a_call(trt_artifact, emulated_gpu, monkeypatch, call, refused):
+    """TensorRT answers False and keeps its previous state; going on would score with stale shapes or
+    buffers. The first batch through the engine (the parity probes, at load) must fail the task."""
+    from engines.errors import EngineCallError
     from engines.tensorrt import TensorRTEngine
 
-    _emulate(monkeypatch, tmp_path)
     monkeypatch.setattr(IExecutionContext, call, lambda self, *args: False)
-    with pytest.raises(RuntimeError, match=call):
+    with pytest.raises(EngineCallError, match=f"TensorRT refused {refused}"):
         TensorRTEngine(trt_artifact, open_artifact(trt_artifact), Device("cuda", "0")).load()
 
 
-@pytest.mark.xfail(strict=True, reason="fix 3 of issue #12 (trt-fixes branch): chunk addresses are 256-byte aligned")
-def test_a_profile_whose_max_batch_is_not_a_power_of_two_scores_right(minilm_dir, monkeypatch, tmp_path):
-    """48 rows of 3 fp32 logits are 576 bytes, and 48 rows of 37 int32 tokens 7104: the second chunk's
-    addresses are not 256-byte aligned. The parity probes fit one chunk, so the gate cannot see it."""
+@pytest.fixture(scope="module")
+def three_label_artifact(tmp_path_factory, minilm_dir):
+    """A 3-label head: 12-byte output rows, so a 48-row chunk ends off a 256-byte boundary."""
     from engines import compile as compile_cli
-    from engines.registry import engine_class
-    from engines.tensorrt import TensorRTEngine
     from tests.conftest import build_tiny_bert
 
-    model = build_tiny_bert(tmp_path / "three", minilm_dir, "text-classification", ["a", "b", "c"])
-    out = tmp_path / "artifact"
+    root = tmp_path_factory.mktemp("three-labels")
+    model = build_tiny_bert(root / "hf", minilm_dir, "text-classification", ["a", "b", "c"])
+    out = root / "artifact"
     assert compile_cli.main(["--model", str(model), "--task", "text-classification", "--backend", "tensorrt",
-                             "--out", str(out), "--max-seq-len", "340", "--buckets", "48x340"]) == 0
-    assert [p.max_batch for p in trt_build.BuildSpec.read(out).profiles] == [48]  # 16384 // 340 = 48
-    _emulate(monkeypatch, tmp_path)
-    m = open_artifact(out)
-    engine = TensorRTEngine(out, m, Device("cuda", "0")).load()
-    feed = _random_feed(np.random.default_rng(2), 100, 37)  # chunks of 48, 48 and 4 rows
-    np.testing.assert_allclose(engine.submit(feed).result(), engine_class("onnx")(out, m).load().infer(feed), atol=1e-3)
+                             "--out", str(out), "--max-seq-len", "128"]) == 0
+    return out
+
+
+def test_custom_buckets_with_a_48_row_profile_score_like_the_default_buckets(three_label_artifact, artifact_copy,
+                                                                          emulated_gpu):
+    """48 rows of 3 fp32 logits are 576 bytes, and 48 rows of 37 int32 tokens 7104: unpadded, the
+    second chunk's addresses are not 256-byte aligned, and TensorRT refuses them and keeps the
+    previous address, overwriting rows. The parity probes fit one chunk, so the gate cannot see it."""
+    from engines.tensorrt import TensorRTEngine
+
+    custom = artifact_copy(three_label_artifact)
+    spec = trt_build.BuildSpec.read(custom)
+    profiles = trt_build.profiles_for([(48, 32), (48, 64), (48, 128)], 128, max_tokens=48 * 32)
+    assert {p.max_batch for p in profiles} == {48}
+    spec = dataclasses.replace(spec, profiles=tuple(profiles))
+    (custom / trt_build.BUILD_SPEC).write_text(json.dumps(spec.to_dict()))
+    engines = [TensorRTEngine(folder, open_artifact(folder, verify=False), Device("cuda", "0")).load()
+               for folder in (three_label_artifact, custom)]
+    rng = np.random.default_rng(3)
+    for rows, seq in ((130, 32), (100, 37), (97, 64), (49, 128)):  # 3, 3, 3 and 2 chunks of at most 48 rows
+        feed = _random_feed(rng, rows, seq)
+        default, chunked = (engine.infer(feed) for engine in engines)
+        assert default.shape == (rows, 3)
+        np.testing.assert_array_equal(chunked, default)
+    for engine in engines:
+        engine.close()
+
+
+def test_chunk_strides_are_whole_multiples_of_256_bytes():
+    from engines.tensorrt import ALIGN, aligned, chunks
+
+    assert chunks(130, 48) == [(0, 48), (48, 48), (96, 34)]
+    for elements, itemsize in ((48 * 3, 4), (48 * 33, 8), (48 * 7, 4), (64, 4), (1, 2)):
+        stride = aligned(elements, itemsize)
+        assert stride >= elements and stride * itemsize % ALIGN == 0 and (stride - elements) * itemsize < ALIGN
+
+
+def test_version_compatible_plans_are_allowed_their_host_code(trt_artifact, artifact_copy, emulated_gpu):
+    """A VERSION_COMPATIBLE plan embeds its lean runtime; the emulated Runtime, like TensorRT's,
+    refuses to deserialize it unless engine_host_code_allowed is set."""
+    from engines.tensorrt import TensorRTEngine
+
+    compatible = artifact_copy(trt_artifact)
+    spec = dataclasses.replace(trt_build.BuildSpec.read(compatible), version_compatible=True)
+    (compatible / trt_build.BUILD_SPEC).write_text(json.dumps(spec.to_dict()))
+    engine = TensorRTEngine(compatible, open_artifact(compatible, verify=False), Device("cuda", "0")).load()
+    assert engine.parity_record["passed"] is True
     engine.close()

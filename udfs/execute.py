@@ -1,7 +1,9 @@
 """Run encoded rows through an engine in planned device batches, isolating failures.
 
 A batch that fails (out of memory, a runtime error) is split in half and retried, down to
-single rows; a row that still fails gets an error message instead of killing the task.
+single rows; a row that still fails gets an error message instead of killing the task. An
+EngineCallError (the runtime refused the engine's own call) fails every batch alike, so it is
+raised at once instead.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import time
 import numpy as np
 
 from engines.base import Done
+from engines.errors import EngineCallError
 from udfs.batching import DeviceBatch, pad, plan_batches, round_up
 from udfs.tokenize import Encoded
 
@@ -61,7 +64,9 @@ def run_encoded(engine, enc: Encoded, token_budget: int) -> RunResult:
             t0 = time.perf_counter()
             try:
                 handle = engine.submit(feed) if depth > 1 else Done(engine.infer(feed))
-            except Exception as e:  # noqa: BLE001 - any engine failure is isolated to its rows
+            except EngineCallError:
+                raise
+            except Exception as e:  # noqa: BLE001 - any other engine failure is isolated to its rows
                 stats.engine_seconds += time.perf_counter() - t0
                 failed(batch, e)
                 continue
@@ -73,6 +78,8 @@ def run_encoded(engine, enc: Encoded, token_budget: int) -> RunResult:
         t0 = time.perf_counter()
         try:
             result = np.asarray(handle.result())[: len(batch.rows)]
+        except EngineCallError:
+            raise
         except Exception as e:  # noqa: BLE001
             stats.engine_seconds += time.perf_counter() - t0
             failed(batch, e)

@@ -16,7 +16,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from engines import accel_compile
+from engines import trt_build
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "emr" / "docker"
@@ -37,7 +37,7 @@ def extra(name: str, dist: str) -> Requirement:
 def test_tensorrt_pin_is_in_the_gpu_extra_and_the_artifacts_range() -> None:
     trt = pins()["tensorrt-cu12"]
     assert trt in extra("gpu", "tensorrt-cu12").specifier
-    assert Version(accel_compile.TENSORRT_MIN) <= trt < Version(accel_compile.TENSORRT_BELOW)
+    assert Version(trt_build.TENSORRT_MIN) <= trt < Version(trt_build.TENSORRT_BELOW)
 
 
 def test_torch_pin_is_the_makefiles_torch_built_for_tensorrts_cuda_major() -> None:

@@ -17,11 +17,12 @@ from emr import envinfo
 from emr.cli import main
 from emr.cluster import DEFAULT_SERVICE_ROLE
 from emr.profiles import DEFAULT_RELEASE_LABEL
+from engines import trt_build
 
 PREFIX = "s3://deploy/accel/v1/"
-PROJECT_METADATA = (b"Metadata-Version: 2.1\nName: accel-scoring\nVersion: 0.1.0\n"
-                    b"Requires-Dist: numpy>=1.26\nRequires-Dist: pyspark<3.6,>=3.5; extra == \"spark\"\n"
-                    b"Requires-Dist: tensorrt-cu12<11,>=10.4; extra == \"gpu\"\n")
+PROJECT_METADATA = ("Metadata-Version: 2.1\nName: accel-scoring\nVersion: 0.1.0\n"
+                    "Requires-Dist: numpy>=1.26\nRequires-Dist: pyspark<3.6,>=3.5; extra == \"spark\"\n"
+                    f"Requires-Dist: {trt_build.TENSORRT_REQUIREMENT}; extra == \"gpu\"\n").encode()
 BASE = {"accel_scoring": "0.1.0", "numpy": "2.2.6", "onnxruntime": "1.23.2", "tokenizers": "0.22.1"}
 GPU = {**BASE, "torch": "2.13.0+cu128", "tensorrt_cu12": "10.16.1.11", "tensorrt_cu12_bindings": "10.16.1.11",
        "tensorrt_cu12_libs": "10.16.1.11", "nvidia_cuda_runtime_cu12": "12.8.90"}
@@ -58,8 +59,9 @@ def make_archive(path: Path, dists: dict[str, str], *, python: str = "3.11",
 def write_artifact(folder: Path, backend: str = "tensorrt", **target: object) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     targets = {
-        "tensorrt": {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": "10.4", "tensorrt_below": "12",
-                     "min_compute_capability": [7, 5], "precision": "fp16", "opset": 18},
+        "tensorrt": {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": trt_build.TENSORRT_MIN,
+                     "tensorrt_below": trt_build.TENSORRT_BELOW, "min_compute_capability": [7, 5],
+                     "precision": "fp16", "opset": 18},
         "neuronx": {"device": "neuron", "runtime": "torch-neuronx", "version": "2.9.0", "instance": "inf2"},
         "onnx": {"device": "cpu", "runtime": "onnxruntime", "opset": 18},
     }
