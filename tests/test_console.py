@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jobs.progress import RowCounts
@@ -17,6 +18,17 @@ from tests.jobhelpers import pairs_frame
 REPO = Path(__file__).resolve().parent.parent
 CLEAN_ENV = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/local/bin:/usr/bin:/bin"}
 PROGRESS = re.compile(r"^progress: (\d+)/(\d+) rows", re.M)
+
+
+def test_a_bi_encoder_pair_counts_as_scored_once_both_its_sides_are():
+    from udfs.tasks import Tokenized, rows_done
+
+    enc = type("Enc", (), {"lengths": np.ones(3)})()
+    seen = []
+    on_rows = rows_done(Tokenized(enc, 0.0, left=np.array([0, 0, 1]), right=np.array([1, 2, 2])), seen.append)
+    for rows in ([0], [2], [1]):
+        on_rows(np.array(rows))
+    assert seen == [0, 1, 3]
 
 
 def test_row_counts_keep_the_newest_attempt_of_each_partition_and_ignore_strangers():
@@ -59,10 +71,14 @@ def test_a_clean_shell_gets_the_summary_alone_on_stdout_and_a_quiet_stderr(launc
                                                                           pairs_parquet, tmp_path):
     """As the README shows it: the venv's own launcher, nothing activated or exported."""
     venv_bin = Path(sys.executable).parent
+    # One Arrow batch per partition, on a device that takes 20 ms a batch: rows must count as
+    # their device batches finish, not only when the partition's one Arrow batch ends.
     cmd = [str(venv_bin / launcher), "jobs/duplicates.py", "--input", str(pairs_parquet),
            "--output", str(tmp_path / "out"), "--model", str(compile_artifact("embedding")),
-           "--run-date", "2026-01-02", "--num-partitions", "2", "--progress-seconds", "1"]
-    proc = subprocess.run(cmd, cwd=REPO, env=CLEAN_ENV, capture_output=True, text=True, timeout=600)
+           "--run-date", "2026-01-02", "--num-partitions", "2", "--arrow-batch-rows", "5000",
+           "--batch-tokens", "256", "--progress-seconds", "0.2"]
+    env = dict(CLEAN_ENV, ACCEL_SCORING_FAULT="slow_ms:20")
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     stdout_lines = proc.stdout.strip().splitlines()
     assert len(stdout_lines) == 1, proc.stdout[-2000:]
@@ -74,3 +90,6 @@ def test_a_clean_shell_gets_the_summary_alone_on_stdout_and_a_quiet_stderr(launc
     assert re.search(r"^  cost: ", err, re.M)
     assert not re.search(r"^\S+ \S+ INFO ", err, re.M), err[:3000]  # log4j INFO lines
     assert "Traceback" not in err
+    counts = [int(m.group(1)) for m in PROGRESS.finditer(err)]
+    assert counts == sorted(counts) and counts[-1] == 2000, counts
+    assert len({c for c in counts if 0 < c < 2000} - {1000}) >= 2, counts

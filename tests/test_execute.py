@@ -70,3 +70,13 @@ def test_a_refused_engine_call_fails_the_task_instead_of_splitting():
     with pytest.raises(EngineCallError, match="refused the address"):
         run_encoded(engine, random_encoded([10] * 16), token_budget=16 * 16)
     assert len(engine.calls) == 1
+
+
+def test_every_row_is_reported_settled_once_even_the_one_that_fails():
+    """Live progress counts rows as their device batches settle, retries and failures included."""
+    enc = random_encoded([10] * 16)
+    enc.ids[5][0] = poison = 7
+    engine = RowEchoEngine(fail_if=lambda ids, mask: (ids == poison).any())
+    settled = []
+    run_encoded(engine, enc, token_budget=4 * 16, on_rows=lambda rows: settled.extend(int(r) for r in rows))
+    assert sorted(settled) == list(range(16))

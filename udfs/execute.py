@@ -36,7 +36,8 @@ class RunResult:
     stats: RunStats
 
 
-def run_encoded(engine, enc: Encoded, token_budget: int) -> RunResult:
+def run_encoded(engine, enc: Encoded, token_budget: int, on_rows=None) -> RunResult:
+    """`on_rows(rows)`, when given, hears the encoded rows each finished device batch settled."""
     spec = engine.spec
     lengths = enc.lengths
     stats = RunStats(real_tokens=int(lengths.sum()))
@@ -56,6 +57,8 @@ def run_encoded(engine, enc: Encoded, token_budget: int) -> RunResult:
             pending.extend(_halves(batch, lengths, spec))
         else:
             errors[int(batch.rows[0])] = f"engine_error: {type(e).__name__}: {str(e)[:300]}"
+            if on_rows is not None:
+                on_rows(batch.rows)
 
     while pending or inflight:
         while pending and len(inflight) < depth:
@@ -90,6 +93,8 @@ def run_encoded(engine, enc: Encoded, token_budget: int) -> RunResult:
         if outputs is None:
             outputs = np.full((len(lengths), result.shape[1]), np.nan, dtype=np.float64)
         outputs[batch.rows] = result
+        if on_rows is not None:
+            on_rows(batch.rows)
     if outputs is None:
         outputs = np.full((len(lengths), 1), np.nan, dtype=np.float64)
     return RunResult(outputs, errors, stats)

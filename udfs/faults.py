@@ -14,7 +14,8 @@ PySpark exposes it; 3.5 does not):
 
 Capacity faults make the engine raise MemoryError, on every attempt, like a device that runs
 out of memory, for any device batch of more than `oom_rows:<rows>` rows or more than
-`oom_tokens:<tokens>` padded tokens.
+`oom_tokens:<tokens>` padded tokens; `slow_ms:<ms>` makes every device batch take that much
+longer, like a real model on a real device (the live-progress test needs time to watch).
 
 The reliability tests use them to prove that retries neither lose nor double rows and that an
 oversized batch is split instead of crashing the worker. Set it through
@@ -31,7 +32,7 @@ import time
 ENV = "ACCEL_SCORING_FAULT"
 ONCE_DIR_ENV = "ACCEL_SCORING_FAULT_ONCE_DIR"
 TASK_FAULTS = ("raise_once", "kill_worker", "kill_executor", "stall")
-CAPACITY_FAULTS = ("oom_rows", "oom_tokens")
+CAPACITY_FAULTS = ("oom_rows", "oom_tokens", "slow_ms")
 
 
 def parse(spec: str | None) -> list[tuple[str, int]]:
@@ -83,15 +84,17 @@ def limit_capacity(runtime):
     if not limits:
         return runtime
     return dataclasses.replace(runtime, engine=CapacityLimitedEngine(runtime.engine, limits.get("oom_rows"),
-                                                                     limits.get("oom_tokens")))
+                                                                     limits.get("oom_tokens"), limits.get("slow_ms")))
 
 
 class CapacityLimitedEngine:
     """Wraps an engine; a device batch over `max_rows` rows or `max_tokens` padded tokens raises
-    MemoryError before reaching the engine, as a device out of memory would."""
+    MemoryError before reaching the engine, as a device out of memory would; `slow_ms` delays
+    every batch."""
 
-    def __init__(self, engine, max_rows: int | None = None, max_tokens: int | None = None):
-        self._engine, self.max_rows, self.max_tokens = engine, max_rows, max_tokens
+    def __init__(self, engine, max_rows: int | None = None, max_tokens: int | None = None,
+                 slow_ms: int | None = None):
+        self._engine, self.max_rows, self.max_tokens, self.slow_ms = engine, max_rows, max_tokens, slow_ms
 
     @property
     def spec(self):
@@ -110,6 +113,8 @@ class CapacityLimitedEngine:
         return self._engine.submit(inputs)
 
     def _check(self, inputs) -> None:
+        if self.slow_ms:
+            time.sleep(self.slow_ms / 1000)
         rows, seq = inputs["input_ids"].shape
         if (self.max_rows is not None and rows > self.max_rows) or (
                 self.max_tokens is not None and rows * seq > self.max_tokens):

@@ -1,5 +1,6 @@
-"""The worker's half of live progress: after each Arrow batch, one UDP datagram to the driver
-with the rows this task attempt has scored so far.
+"""The worker's half of live progress: as device batches finish (at most every 0.25 s) and
+after each Arrow batch, one UDP datagram to the driver with the rows this task attempt has
+scored so far.
 
 Spark reports a Python UDF's row counts only when its task ends (accumulators and the
 MapInPandas SQL metrics alike), so a run with two partitions could only say 0%, 50%, 100%.
@@ -11,6 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+import time
+
+# Device batches finish several times a second on an accelerator; the driver needs far fewer.
+PARTIAL_EVERY_SECONDS = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,10 +28,15 @@ class ProgressAddress:
 
 
 class ProgressReporter:
+    """Counts a task attempt's scored rows: whole Arrow batches (`add`) plus the rows of the
+    current one whose device batches are done (`partial`), so a partition that is a single
+    Arrow batch still moves."""
+
     def __init__(self, address: ProgressAddress | None, partition: int | None, attempt: int | None):
         self._address = address
         self._prefix = f"{address.token} {partition} {attempt} " if address else ""
         self._rows = 0
+        self._sent_at = 0.0
         self._sock = None
         if address is not None:
             try:
@@ -36,12 +46,20 @@ class ProgressReporter:
             except OSError:
                 self._sock = None
 
+    def partial(self, rows_in_batch: int) -> None:
+        if time.monotonic() - self._sent_at >= PARTIAL_EVERY_SECONDS:
+            self._send(self._rows + rows_in_batch)
+
     def add(self, rows: int) -> None:
         self._rows += rows
+        self._send(self._rows)
+
+    def _send(self, rows: int) -> None:
         if self._sock is None:
             return
+        self._sent_at = time.monotonic()
         try:
-            self._sock.sendto(f"{self._prefix}{self._rows}".encode(), (self._address.host, self._address.port))
+            self._sock.sendto(f"{self._prefix}{rows}".encode(), (self._address.host, self._address.port))
         except OSError:  # full buffer, unreachable driver: progress is best effort
             pass
 

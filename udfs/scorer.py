@@ -89,7 +89,7 @@ class Scorer:
         try:
             for batch, prepare_seconds in prepared:
                 t0 = time.perf_counter()
-                out, scored = workload.finish(runtime, batch, spec.batch_tokens)
+                out, scored = workload.finish(runtime, batch, spec.batch_tokens, progress.partial)
                 udf_seconds = prepare_seconds + time.perf_counter() - t0
                 metrics = {c: pd.Series([None] * len(out), dtype=object) for c in METRIC_COLUMNS}
                 if len(out):

@@ -51,9 +51,23 @@ def tokenize_pairs(runtime, left: list[str], right: list[str]) -> Tokenized:
     raise ValueError(f"a {task} artifact cannot score pairs")
 
 
-def run_pairs(runtime, tok: Tokenized, token_budget: int) -> Scored:
+def rows_done(tok: Tokenized, progress):
+    """An `on_rows` for run_encoded that tells `progress(n)` how many input rows have every
+    text of theirs through the engine (a bi-encoder pair waits for both of its sides)."""
+    if progress is None:
+        return None
+    done = np.zeros(len(tok.enc.lengths), dtype=bool)
+
+    def on_rows(rows) -> None:
+        done[rows] = True
+        progress(int((done[tok.left] & done[tok.right]).sum()) if tok.left is not None else int(done.sum()))
+
+    return on_rows
+
+
+def run_pairs(runtime, tok: Tokenized, token_budget: int, progress=None) -> Scored:
     manifest, enc = runtime.manifest, tok.enc
-    run = run_encoded(runtime.engine, enc, token_budget)
+    run = run_encoded(runtime.engine, enc, token_budget, rows_done(tok, progress))
     run.stats.tokenize_seconds = tok.tokenize_seconds
     if manifest.task == "pair-classification":
         scores = heads.positive_probability(run.outputs, manifest.positive_label or 0)
@@ -76,7 +90,7 @@ def tokenize_texts(runtime, texts: list[str]) -> Tokenized:
     return Tokenized(enc, time.perf_counter() - t0)
 
 
-def run_texts(runtime, tok: Tokenized, token_budget: int) -> Scored:
-    run = run_encoded(runtime.engine, tok.enc, token_budget)
+def run_texts(runtime, tok: Tokenized, token_budget: int, progress=None) -> Scored:
+    run = run_encoded(runtime.engine, tok.enc, token_budget, rows_done(tok, progress))
     run.stats.tokenize_seconds = tok.tokenize_seconds
     return Scored(run.outputs, run.errors, tok.enc.truncated, run.stats)

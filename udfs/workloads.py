@@ -87,9 +87,11 @@ class Duplicates:
         ok = np.array([r is None for r in invalid], dtype=bool)
         return Prepared(frame, invalid, ok, tasks.tokenize_pairs(runtime, left[ok].tolist(), right[ok].tolist()))
 
-    def finish(self, runtime, prepared: Prepared, token_budget: int) -> tuple[pd.DataFrame, tasks.Scored]:
+    def finish(self, runtime, prepared: Prepared, token_budget: int,
+               progress=None) -> tuple[pd.DataFrame, tasks.Scored]:
+        """`progress(n)`: n of this batch's valid rows scored so far (live progress)."""
         frame, invalid, ok = prepared.frame, prepared.invalid, prepared.ok
-        scored = tasks.run_pairs(runtime, prepared.tokenized, token_budget)
+        scored = tasks.run_pairs(runtime, prepared.tokenized, token_budget, progress)
         scores, errors, truncated = _scatter(len(frame), ok, scored)
         status, error = _status(len(frame), invalid, errors)
         threshold = runtime.manifest.threshold if self.threshold is None else self.threshold
@@ -137,9 +139,11 @@ class QueryIntent:
         ok = np.array([r is None for r in invalid], dtype=bool)
         return Prepared(frame, invalid, ok, tasks.tokenize_texts(runtime, queries[ok].tolist()))
 
-    def finish(self, runtime, prepared: Prepared, token_budget: int) -> tuple[pd.DataFrame, tasks.Scored]:
+    def finish(self, runtime, prepared: Prepared, token_budget: int,
+               progress=None) -> tuple[pd.DataFrame, tasks.Scored]:
+        """`progress(n)`: n of this batch's valid rows scored so far (live progress)."""
         frame, invalid, ok = prepared.frame, prepared.invalid, prepared.ok
-        scored = tasks.run_texts(runtime, prepared.tokenized, token_budget)
+        scored = tasks.run_texts(runtime, prepared.tokenized, token_budget, progress)
         labels = runtime.manifest.labels
         logits = np.full((len(frame), len(labels)), np.nan)
         errors = np.full(len(frame), None, dtype=object)
