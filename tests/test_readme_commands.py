@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 def marked_blocks(path: Path) -> list[list[str]]:
     """The commands of each marked block: comments dropped, `\\` continuations joined."""
     blocks = []
-    for match in re.finditer(re.escape(MARKER) + r"\s*\n```[^\n]*\n(.*?)\n```", path.read_text(), re.S):
+    for match in re.finditer(re.escape(MARKER) + r"\s*\n[ \t]*```[^\n]*\n(.*?)\n[ \t]*```", path.read_text(), re.S):
         joined = re.sub(r"\\\n\s*", " ", match.group(1))
         commands = [re.sub(r"\s+#.*$", "", line).strip() for line in joined.splitlines()]
         blocks.append([c for c in commands if c and not c.startswith("#")])
