@@ -71,6 +71,7 @@ class Progress:
         self._stop = threading.Event()
         self._t0 = time.monotonic()
         self._bar = None
+        self.samples: list[tuple[float, int]] = []  # (epoch seconds, rows scored): rows/s in report.html
         self._threads = [threading.Thread(target=self._receive, name="accel-progress-receive", daemon=True),
                          threading.Thread(target=self._show, name="accel-progress-show", daemon=True)]
 
@@ -103,6 +104,7 @@ class Progress:
 
     def finish(self, rows_done: int) -> None:
         """The last word, with Spark's exact count (lost datagrams cannot make it wrong)."""
+        self.samples.append((time.time(), rows_done))
         if self._bar is not None:
             self._bar.update(rows_done - self._bar.n)
             self._bar.refresh()
@@ -118,9 +120,14 @@ class Progress:
             self.counts.record(data.decode("ascii", "replace"))
 
     def _show(self) -> None:
-        every = BAR_REFRESH_SECONDS if self._bar is not None else self._every
-        while not self._stop.wait(every):
+        """Samples the count every BAR_REFRESH_SECONDS; draws the bar then, or prints a line
+        every --progress-seconds."""
+        printed = time.monotonic()
+        while not self._stop.wait(BAR_REFRESH_SECONDS):
+            rows = self.counts.total()
+            self.samples.append((time.time(), rows))
             if self._bar is not None:
-                self._bar.update(self.counts.total() - self._bar.n)
-            else:
-                print(self.line(), file=self._out, flush=True)
+                self._bar.update(rows - self._bar.n)
+            elif time.monotonic() - printed >= self._every:
+                printed = time.monotonic()
+                print(self.line(rows), file=self._out, flush=True)

@@ -73,8 +73,7 @@ def _throughput(timeline: dict) -> str:
     axis = (f'<text x="0" y="{_CHART_H + 14}">0 s</text>'
             f'<text x="{_CHART_W}" y="{_CHART_H + 14}" text-anchor="end">{len(rates) * width:,.1f} s</text>'
             f'<text x="4" y="12">{top:,.0f} rows/s</text>')
-    note = (f'<p class="note">Rows finished per {width:,.1f} s slice, from the first task\'s start to the last '
-            f"batch's end, counted when each Arrow batch is done.</p>")
+    note = f'<p class="note">Rows scored per {width:,.1f} s slice, counted {timeline["counted"]}.</p>'
     return _section("Rows/s over the run", _svg(_CHART_W, _CHART_H + 18, rects + axis) + note)
 
 

@@ -140,7 +140,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         scoring_seconds = time.time() - t_score
         m = observation.get
         progress.finish(int(m.get("rows_out") or 0))
-    summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent)
+    summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent,
+                       progress.samples)
     io.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
     try:  # the picture is secondary: the rows and summary.json are written, so the run stands
         io.write_text(spark, io.report_path(cfg.output, cfg.run_date), report.render(summary))
@@ -167,7 +168,7 @@ def _device_plan(spark, spec) -> str:
     return f"device {spec.device or 'cpu'}"
 
 
-def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent) -> dict:
+def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent, samples) -> dict:
     batches = timeline.parse(m.get("batches"))
     per_task = timeline.per_task(batches)
     tasks = sorted(({**t, **per_task.get((t["partition"], t["attempt"]), {})}
@@ -197,7 +198,7 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, f
         "real_tokens": real, "padded_tokens": padded,
         "padding_efficiency": round(real / padded, 4) if padded else None,
         "spark_application_id": spark.sparkContext.applicationId, "tasks": tasks,
-        "timeline": timeline.buckets(batches), "cost": cost,
+        "timeline": timeline.from_samples(samples) or timeline.buckets(batches), "cost": cost,
     }
 
 

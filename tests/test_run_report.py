@@ -116,3 +116,10 @@ def test_report_in_a_headless_browser_shows_rows_rate_and_cost(job_run):
     subprocess.run([*browser, f"--user-data-dir={profile}-png", f"--screenshot={screenshot}", "--window-size=1000,1800",
                     page], capture_output=True, timeout=180, check=True)
     assert screenshot.stat().st_size > 10_000
+
+
+def test_live_samples_give_rows_inside_arrow_batches_and_none_without_datagrams():
+    samples = [(100.0, 0), (100.5, 40), (101.0, 40), (101.5, 90), (103.0, 121)]  # the last: Spark's own count
+    tl = timeline.from_samples(samples)
+    assert sum(tl["rows"]) == 121 and len(tl["rows"]) == 3 and "device batches" in tl["counted"]
+    assert timeline.from_samples([(100.0, 0), (101.0, 0), (102.0, 121)]) is None  # nothing arrived: use the batches
