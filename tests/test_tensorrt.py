@@ -587,3 +587,32 @@ def test_version_compatible_plans_are_allowed_their_host_code(trt_artifact, arti
     engine = TensorRTEngine(compatible, open_artifact(compatible, verify=False), Device("cuda", "0")).load()
     assert engine.parity_record["passed"] is True
     engine.close()
+
+
+def test_two_batches_are_in_flight_on_the_engine_itself(trt_artifact, emulated_gpu, monkeypatch):
+    """submit() queues the second batch without waiting for the first; only a third submit,
+    which reuses the first batch's buffers, waits for it (and its result survives)."""
+    from engines.registry import engine_class
+    from engines.tensorrt import TensorRTEngine
+    from tests.fake_tensorrt import FakeCuda, IExecutionContext
+
+    log = []
+    execute, sync = IExecutionContext.execute_async_v3, FakeCuda.Event.synchronize
+    monkeypatch.setattr(IExecutionContext, "execute_async_v3",
+                        lambda self, stream: log.append("execute") or execute(self, stream))
+    monkeypatch.setattr(FakeCuda.Event, "synchronize", lambda self: log.append(("wait", id(self))) or sync(self))
+    m = open_artifact(trt_artifact)
+    engine = TensorRTEngine(trt_artifact, m, Device("cuda", "0")).load()
+    cpu = engine_class("onnx")(trt_artifact, m).load()
+    feeds = [_random_feed(np.random.default_rng(seed), 4, 16) for seed in range(3)]
+    first = engine.submit(feeds[0])
+    first_done = ("wait", id(first.slot.done))
+    log.clear()
+    second = engine.submit(feeds[1])
+    assert "execute" in log and first_done not in log  # queued behind the first, not after it
+    log.clear()
+    third = engine.submit(feeds[2])
+    assert log.index(first_done) < log.index("execute")  # the first batch's buffers are read before reuse
+    for feed, handle in zip(feeds, (first, second, third)):
+        np.testing.assert_allclose(handle.result(), cpu.infer(feed), atol=1e-3)
+    engine.close()
