@@ -23,12 +23,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from engines import parity, trt_build
+from engines import parity, registry, trt_build
 from engines.errors import ArtifactError, EngineUnavailableError
 
-BACKENDS = ("tensorrt", "neuronx", "neuron")
-PRECISIONS = {"onnx": ("fp32", "int8"), "torch": ("fp32",), "tensorrt": ("fp16", "fp32", "bf16"),
-              "neuronx": ("bf16", "fp16", "fp32"), "neuron": ("bf16", "fp16")}
 NEURONX_TARGETS = ("inf2", "trn1", "trn1n", "trn2")
 # Kept in fp32 inside fp16/bf16 graphs: normalisation statistics lose too much in half precision.
 FP32_OPS = ("LayerNormalization", "ReduceMean", "ReduceSum", "ReduceL2", "Pow", "Sqrt")
@@ -44,19 +41,10 @@ class Options:
     optimization_level: int = trt_build.BuildSpec.optimization_level  # bench/device_check.py: 2, to fit its time
 
 
-def default_precision(backend: str) -> str:
-    return PRECISIONS[backend][0]
-
-
-def check_precision(backend: str, precision: str) -> None:
-    if precision not in PRECISIONS[backend]:
-        raise ArtifactError(f"--precision {precision} is not available for --backend {backend} "
-                            f"(choose one of {list(PRECISIONS[backend])})")
-
-
 def check_buckets(backend: str, buckets: list[tuple[int, int]], max_seq_len: int) -> None:
+    """Static-shape engines load one compiled module per sequence length and run nothing longer."""
     seqs = [s for _, s in buckets]
-    if backend in ("neuronx", "neuron"):
+    if registry.engine_class(backend).static_shapes:
         if len(set(seqs)) != len(seqs):
             raise ArtifactError(f"Neuron buckets need distinct sequence lengths, got {buckets}")
         if max(seqs) < max_seq_len:
@@ -154,7 +142,7 @@ def _relabel_bf16(model, fp32_weights: dict):
 def export(module, work: Path, backend: str, *, output: str, max_seq_len: int, buckets: list[tuple[int, int]],
            precision: str, options: Options, tokenizer, task: str) -> dict:
     """Write the backend's files into `work` and return the manifest's `target`."""
-    check_precision(backend, precision)
+    registry.check_precision(backend, precision)
     check_buckets(backend, buckets, max_seq_len)
     batches = parity.probe_batches(tokenizer, task, max_seq_len)
     parity.save_probes(work / parity.PROBES_FILE, batches, parity.reference_outputs(module, batches))

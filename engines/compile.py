@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engines import artifact, parity, parity_data
+from engines import artifact, parity, parity_data, registry
 from engines.errors import ArtifactError, EngineUnavailableError, ParityError
 from jobs.cli import FORMATS, field_list
 from udfs.workloads import Duplicates
@@ -112,8 +112,9 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
             f"(missing from the checkpoint), so every score would be noise, and parity cannot tell (it compares the "
             f"export with that same random model). Compile a model fine-tuned for {task}, use --task embedding for a "
             f"sentence encoder, or pass --allow-untrained-head for a smoke test")
-    precision = precision or accel_compile.default_precision(backend)
-    accel_compile.check_precision(backend, precision)
+    precision = precision or engine_class(backend).precisions[0]
+    registry.check_precision(backend, precision)
+    accelerated = engine_class(backend).device_kind != "cpu"  # compiled by engines/accel_compile.py
     options = options or accel_compile.Options()
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -130,7 +131,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
         output = OUTPUT_NAMES.get(task, "logits")
         buckets = list(buckets or default_buckets(max_seq_len))
         target = None
-        if backend in accel_compile.BACKENDS:
+        if accelerated:
             target = accel_compile.export(module, work, backend, output=output, max_seq_len=max_seq_len,
                                           buckets=buckets, precision=precision, options=options,
                                           tokenizer=tokenizer, task=task)
@@ -148,7 +149,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
         )
         import dataclasses
 
-        if backend in accel_compile.BACKENDS:
+        if accelerated:
             record, added = accel_compile.check_parity(module, work, manifest, tokenizer, options)
             files = {**files, **{rel: artifact.sha256_file(work / rel) for rel in added}}
         else:
@@ -186,10 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
     req.add_argument("--task", required=True, choices=artifact.TASKS)
     req.add_argument("--out", required=True, type=Path, help="artifact folder to write (replaced if it exists)")
     opt = p.add_argument_group("Optional arguments")
-    opt.add_argument("--backend", default="onnx", choices=artifact.BACKENDS,
+    opt.add_argument("--backend", default="onnx", choices=registry.backends(),
                      help="onnx (CPU), torch (TorchScript on the CPU), tensorrt (NVIDIA GPU), neuronx (Inf2/Trn1), neuron (Inf1); "
                           "default: onnx")
-    opt.add_argument("--precision", default=None, choices=("fp32", "fp16", "bf16", "int8"),
+    opt.add_argument("--precision", default=None, choices=registry.precisions(),
                      help="default: fp32 for onnx/torch, fp16 for tensorrt, bf16 (matmul auto-cast) for Neuron; "
                           "int8 (onnx, opt-in) is kept only if it passes the score parity gate")
     opt.add_argument("--optimize", choices=("auto", "fusion", "none"), default="auto",
@@ -241,11 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     if not 8 <= args.max_seq_len <= 512:
         print(f"error: --max-seq-len must be between 8 and 512, got {args.max_seq_len}", file=sys.stderr)
         return 2
-    from engines.accel_compile import PRECISIONS
-
-    if args.precision and args.precision not in PRECISIONS[args.backend]:
-        print(f"error: --precision {args.precision} is not available for --backend {args.backend} "
-              f"(choose one of {list(PRECISIONS[args.backend])})", file=sys.stderr)
+    try:
+        if args.precision:
+            registry.check_precision(args.backend, args.precision)
+    except ArtifactError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     if args.build and args.backend != "tensorrt":
         print("error: --build only applies to --backend tensorrt", file=sys.stderr)

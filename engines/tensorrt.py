@@ -15,6 +15,7 @@ EngineUnavailableError naming what is missing and the fix.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -128,6 +129,11 @@ class _Pending:
 
 class TensorRTEngine(Engine):
     backend = "tensorrt"
+    device_kind = "cuda"
+    device_words = "NVIDIA GPU"
+    spark_resource = "gpu"
+    precisions = ("fp16", "fp32", "bf16")
+    default_batch_tokens = 8192
     pipeline_depth = 2
 
     def __init__(self, *args, **kwargs):
@@ -139,8 +145,7 @@ class TensorRTEngine(Engine):
 
     @property
     def spec(self) -> EngineSpec:
-        return EngineSpec(input_names=self.manifest.inputs, max_seq_len=self.manifest.max_seq_len,
-                          buckets=tuple(p.opt for p in self.profiles), static_shapes=False)
+        return dataclasses.replace(super().spec, buckets=tuple(p.opt for p in self.profiles))
 
     def _warmup_shapes(self) -> list[tuple[int, int]]:
         return [p.opt for p in self.profiles]

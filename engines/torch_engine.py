@@ -11,6 +11,7 @@ from engines.errors import EngineUnavailableError
 
 class TorchScriptEngine(Engine):
     backend = "torch"
+    legacy_backends = ("torchscript",)  # what manifests written before the rename say
 
     def _load(self) -> None:
         try:
