@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.metadata
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -295,16 +294,14 @@ def _build_here(work: Path, manifest, record: dict) -> tuple[dict, list[str]]:
     from engines.base import Device
     from engines.tensorrt import TensorRTEngine
 
-    cache = Path(tempfile.mkdtemp(prefix="trt-build-"))
-    old = os.environ.get("ACCEL_SCORING_CACHE")
-    os.environ["ACCEL_SCORING_CACHE"] = str(cache)
+    cache = Path(tempfile.mkdtemp(prefix="trt-build-"))  # only this build's plans, to ship
     try:
-        engine = TensorRTEngine(work, manifest, Device("cuda", "0")).load()
+        engine = TensorRTEngine(work, manifest, Device("cuda", "0"), plan_cache=cache).load()
         try:
             on_gpu = engine.parity_record
         finally:
             engine.close()
-        plans = sorted((cache / "tensorrt").glob("*.plan"))
+        plans = sorted(cache.glob("*.plan"))
         dest = work / trt_build.PLANS_DIR
         dest.mkdir(parents=True, exist_ok=True)
         added = []
@@ -312,9 +309,5 @@ def _build_here(work: Path, manifest, record: dict) -> tuple[dict, list[str]]:
             shutil.copy2(plan, dest / plan.name)
             added.append(f"{trt_build.PLANS_DIR}/{plan.name}")
     finally:
-        if old is None:
-            os.environ.pop("ACCEL_SCORING_CACHE", None)
-        else:
-            os.environ["ACCEL_SCORING_CACHE"] = old
         shutil.rmtree(cache, ignore_errors=True)
     return {**record, **(on_gpu or {}), "tensorrt_gpu": on_gpu}, added

@@ -136,8 +136,10 @@ class TensorRTEngine(Engine):
     default_batch_tokens = 8192
     pipeline_depth = 2
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, plan_cache: Path | None = None, **kwargs):
+        """`plan_cache`: where built plans are kept; default trt_build.cache_root() (the node's cache)."""
         super().__init__(*args, **kwargs)
+        self.plan_cache = plan_cache
         self.build_spec = trt_build.BuildSpec.read(self.folder)
         self.profiles = list(self.build_spec.profiles)
         self.plan_source: str | None = None
@@ -166,7 +168,7 @@ class TensorRTEngine(Engine):
         names = list(self.manifest.inputs)
         path, self.plan_source = trt_build.cached_plan(
             key, lambda: trt_build.build_serialized(trt, onnx_path, self.build_spec, names, logger),
-            prebuilt_dir=self.folder / trt_build.PLANS_DIR)
+            root=self.plan_cache, prebuilt_dir=self.folder / trt_build.PLANS_DIR)
         self._runtime = trt.Runtime(logger)
         if self.build_spec.version_compatible:
             # A version-compatible plan carries its own lean runtime as host code, which a

@@ -587,3 +587,20 @@ def test_version_compatible_plans_are_allowed_their_host_code(trt_artifact, arti
     engine = TensorRTEngine(compatible, open_artifact(compatible, verify=False), Device("cuda", "0")).load()
     assert engine.parity_record["passed"] is True
     engine.close()
+
+
+def test_compile_build_keeps_its_plans_apart_without_touching_the_environment(trt_artifact, emulated_gpu, tmp_path):
+    """`compile --build` hands the engine its own plan cache, so the shipped plans are exactly
+    this build's, and it leaves ACCEL_SCORING_CACHE as it found it (the emulated GPU set it)."""
+    import shutil
+
+    from engines import accel_compile
+
+    work = tmp_path / "work"
+    shutil.copytree(trt_artifact, work)
+    before = dict(os.environ)
+    record, added = accel_compile._build_here(work, open_artifact(work), {"onnx_fp32": {"passed": True}})
+    assert dict(os.environ) == before
+    assert added and all(rel.startswith(trt_build.PLANS_DIR + "/") and (work / rel).is_file() for rel in added)
+    assert not list((tmp_path / "cache").rglob("*.plan"))  # the node's cache got nothing
+    assert record["tensorrt_gpu"]["passed"] is True
