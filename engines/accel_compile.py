@@ -22,13 +22,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from engines import parity, registry, trt_build
+from engines import onnx_precision, parity, registry, trt_build
 from engines.errors import ArtifactError, EngineUnavailableError
 
 NEURONX_TARGETS = ("inf2", "trn1", "trn1n", "trn2")
-# Kept in fp32 inside fp16/bf16 graphs: normalisation statistics lose too much in half precision.
-FP32_OPS = ("LayerNormalization", "ReduceMean", "ReduceSum", "ReduceL2", "Pow", "Sqrt")
-BF16_MAX = 3.3895313892515355e38  # largest finite bfloat16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,90 +46,6 @@ def check_buckets(backend: str, buckets: list[tuple[int, int]], max_seq_len: int
         if max(seqs) < max_seq_len:
             raise ArtifactError(f"the largest bucket (seq {max(seqs)}) must reach --max-seq-len {max_seq_len}: "
                                 "longer rows would have no compiled shape")
-
-
-# --------------------------------------------------------------------------- precision
-
-
-def convert_precision(src: Path, dst: Path, precision: str) -> None:
-    """Write `src` (fp32 ONNX) as an fp16 or bf16 graph with fp32 inputs/outputs kept as they are.
-
-    fp16 uses ONNX Runtime's converter; bf16 takes that fp16 graph and relabels every half
-    tensor as bfloat16, rounding weights from their fp32 originals (not from fp16, whose
-    subnormals would lose the small ones).
-    """
-    import onnx
-    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
-
-    model = onnx.load(str(src))
-    fp32_weights = {t.name: t for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT}
-    half = convert_float_to_float16(model, keep_io_types=True, op_block_list=list(DEFAULT_OP_BLOCK_LIST) + list(FP32_OPS))
-    if precision == "bf16":
-        half = _relabel_bf16(half, fp32_weights)
-    elif precision != "fp16":
-        raise ValueError(f"convert_precision: {precision!r} is not fp16 or bf16")
-    _toposort(half.graph)  # the converter appends its Cast nodes; TensorRT's parser reads in order
-    del half.graph.value_info[:]  # stale intermediate types from the export; consumers infer them
-    dst = Path(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(half, str(dst))
-
-
-def _toposort(graph) -> None:
-    """Reorder graph.node so every node comes after the producers of its inputs (stable)."""
-    known = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
-    nodes = list(graph.node)
-    ordered, waiting = [], nodes
-    while waiting:
-        progress, still = False, []
-        for node in waiting:
-            if all(name in known for name in node.input):
-                ordered.append(node)
-                known.update(node.output)
-                progress = True
-            else:
-                still.append(node)
-        if not progress:
-            missing = sorted({n for node in still for n in node.input if n not in known})[:5]
-            raise ValueError(f"ONNX graph has a cycle or undefined inputs: {missing}")
-        waiting = still
-    del graph.node[:]
-    graph.node.extend(ordered)
-
-
-def _relabel_bf16(model, fp32_weights: dict):
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, numpy_helper
-
-    fp16, bf16 = TensorProto.FLOAT16, TensorProto.BFLOAT16
-
-    def tensor(t):
-        if t.data_type != fp16:
-            return t
-        source = fp32_weights.get(t.name, t)
-        values = np.ascontiguousarray(numpy_helper.to_array(source), dtype=np.float32)
-        # Clamp first: float32's extremes (attention-mask fill values) would round to +-inf,
-        # and inf * 0 in the mask arithmetic is NaN.
-        values = np.clip(values, -BF16_MAX, BF16_MAX)
-        bits = values.view(np.uint32)
-        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # round to nearest even
-        out = onnx.helper.make_tensor(t.name, bf16, values.shape, rounded.tobytes(), raw=True)
-        return out
-
-    graph = model.graph
-    for i, init in enumerate(list(graph.initializer)):
-        graph.initializer[i].CopyFrom(tensor(init))
-    for vi in list(graph.value_info) + list(graph.input) + list(graph.output):
-        if vi.type.tensor_type.elem_type == fp16:
-            vi.type.tensor_type.elem_type = bf16
-    for node in graph.node:
-        for attr in node.attribute:
-            if node.op_type == "Cast" and attr.name == "to" and attr.i == fp16:
-                attr.i = bf16
-            elif attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type == fp16:
-                attr.t.CopyFrom(tensor(attr.t))
-    return model
 
 
 # --------------------------------------------------------------------------- export
@@ -157,7 +70,7 @@ def _export_tensorrt(module, work, output, max_seq_len, buckets, precision, opti
     graph = "model.onnx"
     if precision != "fp32":
         graph = f"tensorrt/model.{precision}.onnx"
-        convert_precision(work / "model.onnx", work / graph, precision)
+        onnx_precision.convert_precision(work / "model.onnx", work / graph, precision)
     spec = trt_build.BuildSpec(onnx=graph, precision=precision,
                                profiles=tuple(trt_build.profiles_for(buckets, max_seq_len, options.max_tokens)),
                                workspace_mib=options.workspace_mib, max_tokens=options.max_tokens,
