@@ -1,6 +1,4 @@
-"""The compile steps for accelerated backends: TensorRT build specs and Neuron traces.
-
-`engines.compile` calls these for `--backend tensorrt|neuronx|neuron`:
+"""The compile stages of the accelerated backends (engines/stage.py): TensorRT build specs and Neuron traces.
 
 - tensorrt: the fp32 `model.onnx` (checked against transformers on the CPU, and the CPU
   fallback), the graph in the build precision (`tensorrt/model.fp16.onnx`, checked with ONNX
@@ -18,12 +16,14 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.metadata
+import json
 import shutil
 import tempfile
 from pathlib import Path
 
 from engines import onnx_precision, parity, registry, trt_build
 from engines.errors import ArtifactError, EngineUnavailableError
+from engines.stage import CompileJob, Stage
 
 NEURONX_TARGETS = ("inf2", "trn1", "trn1n", "trn2")
 
@@ -48,41 +48,84 @@ def check_buckets(backend: str, buckets: list[tuple[int, int]], max_seq_len: int
                                 "longer rows would have no compiled shape")
 
 
-# --------------------------------------------------------------------------- export
+# --------------------------------------------------------------------------- stages
 
 
-def export(module, work: Path, backend: str, *, output: str, max_seq_len: int, buckets: list[tuple[int, int]],
-           precision: str, options: Options, tokenizer, task: str) -> dict:
-    """Write the backend's files into `work` and return the manifest's `target`."""
-    registry.check_precision(backend, precision)
-    check_buckets(backend, buckets, max_seq_len)
-    batches = parity.probe_batches(tokenizer, task, max_seq_len)
-    parity.save_probes(work / parity.PROBES_FILE, batches, parity.reference_outputs(module, batches))
-    if backend == "tensorrt":
-        return _export_tensorrt(module, work, output, max_seq_len, buckets, precision, options)
-    return _trace_neuron(module, work, backend, buckets, precision, options)
+class AcceleratedStage(Stage):
+    """Shared by the accelerated stages: the probes every such artifact carries, so the engine can
+    check itself on the hardware it lands on when parity could not run here."""
+
+    def export(self, job: CompileJob) -> dict:
+        check_buckets(job.backend, list(job.buckets), job.max_seq_len)
+        batches = parity.probe_batches(job.tokenizer, job.task, job.max_seq_len)
+        parity.save_probes(job.work / parity.PROBES_FILE, batches, parity.reference_outputs(job.module, batches))
+        return {}
 
 
-def _export_tensorrt(module, work, output, max_seq_len, buckets, precision, options) -> dict:
-    from engines import export as onnx_export
+class TensorRTStage(AcceleratedStage):
+    def export(self, job: CompileJob) -> dict:
+        from engines import export as onnx_export
 
-    onnx_export.export_onnx(module, work / "model.onnx", output, max_seq_len)
-    graph = "model.onnx"
-    if precision != "fp32":
-        graph = f"tensorrt/model.{precision}.onnx"
-        onnx_precision.convert_precision(work / "model.onnx", work / graph, precision)
-    spec = trt_build.BuildSpec(onnx=graph, precision=precision,
-                               profiles=tuple(trt_build.profiles_for(buckets, max_seq_len, options.max_tokens)),
-                               workspace_mib=options.workspace_mib, max_tokens=options.max_tokens,
-                               optimization_level=options.optimization_level)
-    import json
+        super().export(job)
+        onnx_export.export_onnx(job.module, job.work / "model.onnx", job.output, job.max_seq_len)
+        return {}
 
-    (work / trt_build.BUILD_SPEC).parent.mkdir(parents=True, exist_ok=True)
-    (work / trt_build.BUILD_SPEC).write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n")
-    return {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": trt_build.TENSORRT_MIN,
-            "tensorrt_below": trt_build.TENSORRT_BELOW,
-            "min_compute_capability": list(trt_build.MIN_COMPUTE_CAPABILITY[precision]), "precision": precision,
-            "opset": 18}
+    def convert(self, job: CompileJob) -> dict:
+        """The graph in the build precision and tensorrt/build.json; the plan is built on a GPU."""
+        precision, options = job.precision, job.options
+        graph = "model.onnx"
+        if precision != "fp32":
+            graph = f"tensorrt/model.{precision}.onnx"
+            onnx_precision.convert_precision(job.work / "model.onnx", job.work / graph, precision)
+        spec = trt_build.BuildSpec(onnx=graph, precision=precision,
+                                   profiles=tuple(trt_build.profiles_for(job.buckets, job.max_seq_len,
+                                                                         options.max_tokens)),
+                                   workspace_mib=options.workspace_mib, max_tokens=options.max_tokens,
+                                   optimization_level=options.optimization_level)
+        (job.work / trt_build.BUILD_SPEC).parent.mkdir(parents=True, exist_ok=True)
+        (job.work / trt_build.BUILD_SPEC).write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n")
+        return {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": trt_build.TENSORRT_MIN,
+                "tensorrt_below": trt_build.TENSORRT_BELOW,
+                "min_compute_capability": list(trt_build.MIN_COMPUTE_CAPABILITY[precision]), "precision": precision,
+                "opset": 18}
+
+    def validate(self, job: CompileJob, manifest) -> tuple[dict, list[str]]:
+        """The fp32 graph and the converted one on ONNX Runtime's CPU kernels; the plan itself on
+        this GPU with `--build`, else on the executor's first build (`passed: None`)."""
+        work, record = job.work, {}
+        cpu = dataclasses.replace(manifest, backend=registry.CPU_FALLBACK)
+        with registry.engine_class(registry.CPU_FALLBACK)(work, cpu) as engine:
+            record["onnx_fp32"] = parity.check(job.module, engine, job.tokenizer, manifest.task, "fp32",
+                                               manifest.max_seq_len)
+        spec = trt_build.BuildSpec.read(work)
+        if spec.onnx != "model.onnx":
+            record[f"onnx_{spec.precision}_cpu"] = _cpu_check(work / spec.onnx, work, manifest)
+        failed = [k for k, r in record.items() if r.get("passed") is False]
+        if failed:
+            return {**record, "passed": False, "failed": failed}, []
+        if not job.options.build:
+            return {**record, "passed": None, "skipped": "no GPU at compile time; checked on first build"}, []
+        return _build_here(work, manifest, record)
+
+
+class NeuronStage(AcceleratedStage):
+    def convert(self, job: CompileJob) -> dict:
+        return _trace_neuron(job.module, job.work, job.backend, job.buckets, job.precision, job.options)
+
+    def validate(self, job: CompileJob, manifest) -> tuple[dict, list[str]]:
+        """The traces on this machine's NeuronCore; without one, on the executor's first load."""
+        from engines.base import Device
+
+        try:
+            engine = registry.engine_class(manifest.backend)(job.work, manifest, Device("neuron")).load()
+        except EngineUnavailableError as e:
+            return {"passed": None, "skipped": f"no NeuronCore at compile time; checked on first load ({e})"}, []
+        try:
+            record = dict(engine.parity_record or {})
+        finally:
+            engine.close()
+        record["where"] = "at compile time, on this machine's Neuron runtime"
+        return record, []
 
 
 def neuronx_compiler_args(precision: str, target: str) -> list[str]:
@@ -145,43 +188,7 @@ def _trace_neuron(module, work, backend, buckets, precision, options) -> dict:
             "traced_without_device": bool(extra.get("cpu_backend"))}
 
 
-# --------------------------------------------------------------------------- parity
-
-
-def check_parity(module, work: Path, manifest, tokenizer, options: Options) -> tuple[dict, list[str]]:
-    """Parity record for an accelerated artifact, and any files the check added (shipped plans).
-
-    Runs everything this machine can run and says plainly what it could not:
-    `passed` is None with a `skipped` reason when the target engine needs hardware that is
-    absent (the engine then checks itself against parity/probes.npz when it loads).
-    """
-    from engines.base import Device
-    from engines.registry import engine_class
-
-    if manifest.backend == "tensorrt":
-        record: dict = {}
-        cpu = dataclasses.replace(manifest, backend="onnx")
-        with engine_class("onnx")(work, cpu) as engine:
-            record["onnx_fp32"] = parity.check(module, engine, tokenizer, manifest.task, "fp32", manifest.max_seq_len)
-        spec = trt_build.BuildSpec.read(work)
-        if spec.onnx != "model.onnx":
-            record[f"onnx_{spec.precision}_cpu"] = _cpu_check(work / spec.onnx, work, manifest)
-        failed = [k for k, r in record.items() if r.get("passed") is False]
-        if failed:
-            return {**record, "passed": False, "failed": failed}, []
-        if not options.build:
-            return {**record, "passed": None, "skipped": "no GPU at compile time; checked on first build"}, []
-        return _build_here(work, manifest, record)
-    try:
-        engine = engine_class(manifest.backend)(work, manifest, Device("neuron")).load()
-    except EngineUnavailableError as e:
-        return {"passed": None, "skipped": f"no NeuronCore at compile time; checked on first load ({e})"}, []
-    try:
-        record = dict(engine.parity_record or {})
-    finally:
-        engine.close()
-    record["where"] = "at compile time, on this machine's Neuron runtime"
-    return record, []
+# --------------------------------------------------------------------------- parity helpers
 
 
 def _cpu_check(graph: Path, work: Path, manifest) -> dict:

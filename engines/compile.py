@@ -10,7 +10,8 @@ ONNX artifacts for the CPU get ONNX Runtime's BERT operator fusion when the mode
 passes only if labels agree on >= 99% of scored rows and the p99 |score diff| is <= 0.02
 (engines/parity.py); give it the job's own input with `--parity-data` (engines/parity_data.py).
 
-Export, then a parity check against the transformers model, then the manifest. An artifact
+The backend's stage (engines/stage.py) exports, optimises or converts, and checks parity
+against the transformers model; then the manifest is written. An artifact
 that fails parity is not written: the command exits 1 and the output folder is left untouched.
 So is a classifier whose checkpoint lacks weights that transformers would initialise at random
 (an encoder without its task head): parity compares the export with that same random model and
@@ -19,6 +20,7 @@ would pass. `--allow-untrained-head` writes it anyway for smoke tests and record
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -26,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engines import artifact, parity, parity_data, registry
+from engines import artifact, parity_data, registry
 from engines.errors import ArtifactError, EngineUnavailableError, ParityError
 from jobs.cli import FORMATS, field_list
 from udfs.workloads import Duplicates
@@ -65,27 +67,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _export(module, folder: Path, backend: str, output: str, max_seq_len: int, optimize: str = "none",
-            precision: str = "fp32") -> dict:
-    """Write the backend's files into `folder`; return what the graph is (for the manifest's target)."""
-    from engines import export
-
-    if backend == "onnx":
-        from engines.onnx_optimize import export_cpu
-
-        return export_cpu(module, folder / "model.onnx", output, max_seq_len, optimize, precision)
-    if backend == "torch":
-        export.export_torchscript(module, folder / "model.pt")
-        return {}
-    raise ValueError(f"compile --backend {backend!r} is not supported here; use onnx or torch")
-
-
-def _target(backend: str, versions: dict[str, str]) -> dict:
-    if backend == "onnx":
-        return {"device": "cpu", "runtime": "onnxruntime", "opset": 18}
-    return {"device": "cpu", "runtime": "torch", "torch": versions.get("torch", "")}
-
-
 def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend: str, name: str,
                    version: str, max_seq_len: int, labels: list[str], buckets: list[tuple[int, int]] | None = None,
                    positive_label: int | None = None, threshold: float = 0.5, pooling: str | None = None,
@@ -104,6 +85,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
 
     from engines import accel_compile
     from engines.registry import engine_class
+    from engines.stage import CompileJob, stage_for
 
     untrained = getattr(module, "untrained_weights", ())
     if untrained and not allow_untrained_head:
@@ -114,7 +96,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
             f"sentence encoder, or pass --allow-untrained-head for a smoke test")
     precision = precision or engine_class(backend).precisions[0]
     registry.check_precision(backend, precision)
-    accelerated = engine_class(backend).device_kind != "cpu"  # compiled by engines/accel_compile.py
+    stage = stage_for(backend)
     options = options or accel_compile.Options()
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -130,36 +112,22 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
         tokenizer.save_pretrained(work / "tokenizer")
         output = OUTPUT_NAMES.get(task, "logits")
         buckets = list(buckets or default_buckets(max_seq_len))
-        target = None
-        if accelerated:
-            target = accel_compile.export(module, work, backend, output=output, max_seq_len=max_seq_len,
-                                          buckets=buckets, precision=precision, options=options,
-                                          tokenizer=tokenizer, task=task)
-        else:
-            target = {**_target(backend, _versions()),
-                      **_export(module, work, backend, output, max_seq_len, optimize, precision)}
+        job = CompileJob(module=module, work=work, backend=backend, task=task, output=output,
+                         max_seq_len=max_seq_len, buckets=tuple(buckets), precision=precision, tokenizer=tokenizer,
+                         options=options, optimize=optimize, threshold=threshold, positive_label=positive_label,
+                         parity_rows=parity_rows)
+        target = {**stage.export(job), **stage.convert(job)}
         versions = _versions()
         files = {str(p.relative_to(work)): artifact.sha256_file(p) for p in sorted(work.rglob("*")) if p.is_file()}
         manifest = artifact.Manifest(
             name=name, version=version, task=task, backend=backend, max_seq_len=max_seq_len,
             buckets=tuple(buckets), files=files, labels=tuple(labels), precision=precision,
             positive_label=positive_label, threshold=threshold, pooling=pooling if task == "embedding" else None,
-            target=target or _target(backend, versions), output=output, created_with=versions, source=source or {},
+            target=target, output=output, created_with=versions, source=source or {},
             untrained_head=tuple(untrained),
         )
-        import dataclasses
-
-        if accelerated:
-            record, added = accel_compile.check_parity(module, work, manifest, tokenizer, options)
-            files = {**files, **{rel: artifact.sha256_file(work / rel) for rel in added}}
-        else:
-            with engine_class(backend)(work, manifest) as engine:
-                if precision in parity.SCORE_GATED:
-                    record = parity.check_quantized(module, engine, tokenizer, task, precision, max_seq_len,
-                                                    threshold=threshold, positive_label=positive_label,
-                                                    rows=parity_rows)
-                else:
-                    record = parity.check(module, engine, tokenizer, task, manifest.precision, max_seq_len)
+        record, added = stage.validate(job, manifest)
+        files = {**files, **{rel: artifact.sha256_file(work / rel) for rel in added}}
         if record["passed"] is False:
             raise ParityError(f"{backend} export of {name} failed parity against transformers: {json.dumps(record)}")
         manifest = dataclasses.replace(manifest, parity=record, files=files)

@@ -82,6 +82,7 @@ class NeuronBase(Engine):
     spark_resource = "neuroncore"
     default_batch_tokens = 8192
     static_shapes = True
+    compile_stage = "engines.accel_compile:NeuronStage"
     runtime_module: str
     distribution: str
     folder_name: str

@@ -12,6 +12,7 @@ from engines.errors import EngineUnavailableError
 class OnnxRuntimeEngine(Engine):
     backend = "onnx"
     precisions = ("fp32", "int8")
+    compile_stage = "engines.cpu_compile:OnnxStage"
     pad_multiple = 1  # the CPU gains nothing from sequence lengths rounded to 8; short queries lose a lot
 
     @classmethod

@@ -134,6 +134,7 @@ class TensorRTEngine(Engine):
     spark_resource = "gpu"
     precisions = ("fp16", "fp32", "bf16")
     default_batch_tokens = 8192
+    compile_stage = "engines.accel_compile:TensorRTStage"
     pipeline_depth = 2
 
     def __init__(self, *args, plan_cache: Path | None = None, **kwargs):

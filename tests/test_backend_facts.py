@@ -11,6 +11,7 @@ from engines import registry
 from engines.artifact import Manifest
 from engines.base import Device, Engine
 from engines.errors import ArtifactError
+from engines.stage import Stage, stage_for
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "tensorrt", "torch_neuronx", "torch_neuron")
@@ -34,6 +35,10 @@ def test_the_shipped_backends_declare_their_facts():
         ["fp32", "fp32", "fp16", "bf16", "bf16"]
 
 
+class FakeStage(Stage):
+    """The fake backend's compile stage: engines/compile.py finds it through the engine class."""
+
+
 @pytest.fixture
 def fake_backend(monkeypatch):
     """A throwaway CPU backend, registered only for this test (the registry is restored after)."""
@@ -44,6 +49,7 @@ def fake_backend(monkeypatch):
         precisions = ("fp32", "int4")
         default_batch_tokens = 1234
         pad_multiple = 4
+        compile_stage = f"{__name__}:FakeStage"
 
         def _load(self):
             pass
@@ -74,6 +80,7 @@ def test_a_new_engine_subclass_is_a_backend_everywhere(fake_backend, tmp_path):
         ["--model", "m", "--task", "embedding", "--out", "o", "--backend", "fake", "--precision", "int4"])
     assert (parsed.backend, parsed.precision) == ("fake", "int4")
     registry.check_precision("fake", "int4")
+    assert isinstance(stage_for("fake"), FakeStage)
     with pytest.raises(ArtifactError, match="choose one of \\['fp32', 'int4'\\]"):
         registry.check_precision("fake", "fp16")
 
@@ -88,6 +95,11 @@ def test_a_new_engine_subclass_is_a_backend_everywhere(fake_backend, tmp_path):
 
     engine = fake_backend(tmp_path, manifest)
     assert (engine.spec.pad_multiple, engine.spec.static_shapes) == (4, False)
+
+
+def test_every_shipped_backend_has_a_compile_stage():
+    for backend in ("onnx", "torch", "tensorrt", "neuronx", "neuron"):
+        assert isinstance(stage_for(backend), Stage)
 
 
 def test_the_fake_backend_is_gone_after_its_test():
