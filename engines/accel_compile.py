@@ -63,6 +63,7 @@ class AcceleratedStage(Stage):
 
 
 class TensorRTStage(AcceleratedStage):
+    builds_here = True
     def export(self, job: CompileJob) -> dict:
         from engines import export as onnx_export
 
@@ -109,8 +110,46 @@ class TensorRTStage(AcceleratedStage):
 
 
 class NeuronStage(AcceleratedStage):
+    """One trace per (batch, seq) bucket with the engine's Neuron tracer; subclasses pick the
+    compiler's arguments for their NeuronCore generation."""
+
+    compiler: str  # the compiler's distribution, recorded in the target
+
+    def compile_options(self, job: CompileJob) -> tuple[list[str], str, dict]:
+        """(compiler arguments, instance family, extra trace keywords)."""
+        raise NotImplementedError
+
+    def finish(self, tracer, traced):
+        """The traced module as it is saved."""
+        return traced
+
     def convert(self, job: CompileJob) -> dict:
-        return _trace_neuron(job.module, job.work, job.backend, job.buckets, job.precision, job.options)
+        import torch
+
+        from engines import export as onnx_export
+        from engines.neuron import bucket_file
+
+        engine = registry.engine_class(job.backend)
+        try:
+            tracer = importlib.import_module(engine.runtime_module)
+        except ImportError as e:
+            raise engine.missing_runtime(f"compile --backend {job.backend}", e) from None
+        args, instance, extra = self.compile_options(job)
+        workdir = Path(tempfile.mkdtemp(prefix="neuron-cc-"))
+        try:
+            for batch, seq in job.buckets:
+                example = onnx_export.example_inputs(batch, seq)
+                with torch.no_grad():
+                    traced = tracer.trace(job.module, example, compiler_args=list(args),
+                                          compiler_workdir=str(workdir / f"b{batch}_s{seq}"), **extra)
+                path = job.work / bucket_file(engine.folder_name, batch, seq)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                torch.jit.save(self.finish(tracer, traced), str(path))
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return {"device": "neuron", "runtime": engine.distribution, "version": _dist_version(engine.distribution, tracer),
+                "compiler": f"{self.compiler} {_dist_version(self.compiler)}", "instance": instance,
+                "compiler_args": list(args), "traced_without_device": bool(extra.get("cpu_backend"))}
 
     def validate(self, job: CompileJob, manifest) -> tuple[dict, list[str]]:
         """The traces on this machine's NeuronCore; without one, on the executor's first load."""
@@ -128,14 +167,35 @@ class NeuronStage(AcceleratedStage):
         return record, []
 
 
-def neuronx_compiler_args(precision: str, target: str) -> list[str]:
-    cast = ["--auto-cast", "none"] if precision == "fp32" else ["--auto-cast", "matmult", "--auto-cast-type", precision]
-    return cast + ["--model-type", "transformer", "--target", target]
+class NeuronxStage(NeuronStage):
+    """torch-neuronx (Inf2/Trn): the cast type explicit, dynamic batching applied before saving."""
+
+    compiler = "neuronx-cc"
+
+    def compile_options(self, job: CompileJob) -> tuple[list[str], str, dict]:
+        from engines import hardware
+
+        target = job.options.neuron_target
+        if target not in NEURONX_TARGETS:
+            raise ArtifactError(f"--neuron-target must be one of {NEURONX_TARGETS}, got {target!r}")
+        cast = (["--auto-cast", "none"] if job.precision == "fp32"
+                else ["--auto-cast", "matmult", "--auto-cast-type", job.precision])
+        extra = {} if hardware.neuron_device_present() else {"cpu_backend": True}  # trace on a CPU-only box
+        return cast + ["--model-type", "transformer", "--target", target], target, extra
+
+    def finish(self, tracer, traced):
+        return tracer.dynamic_batch(traced)  # before saving, as the torch-neuronx docs apply it
 
 
-def neuron_compiler_args(precision: str) -> list[str]:
-    # argmax-sensitive models: keep relayouts exact (torch-neuron release notes, known issues).
-    return ["--fp32-cast", f"matmult-{precision}", "--fast-math", "no-fast-relayout"]
+class Inf1Stage(NeuronStage):
+    """torch-neuron (Inf1): argmax-sensitive models keep relayouts exact (torch-neuron release
+    notes, known issues); the trace itself batches dynamically."""
+
+    compiler = "neuron-cc"
+
+    def compile_options(self, job: CompileJob) -> tuple[list[str], str, dict]:
+        args = ["--fp32-cast", f"matmult-{job.precision}", "--fast-math", "no-fast-relayout"]
+        return args, "inf1", {"dynamic_batch_size": True}
 
 
 def _dist_version(name: str, module=None) -> str:
@@ -146,46 +206,6 @@ def _dist_version(name: str, module=None) -> str:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-
-
-def _trace_neuron(module, work, backend, buckets, precision, options) -> dict:
-    import torch
-
-    from engines import export as onnx_export
-    from engines import hardware
-    from engines.neuron import bucket_file
-    from engines.registry import engine_class
-
-    engine = engine_class(backend)
-    dist, compiler = engine.distribution, {"neuronx": "neuronx-cc", "neuron": "neuron-cc"}[backend]
-    try:
-        tracer = importlib.import_module(engine.runtime_module)
-    except ImportError as e:
-        raise engine.missing_runtime(f"compile --backend {backend}", e) from None
-    if backend == "neuronx":
-        if options.neuron_target not in NEURONX_TARGETS:
-            raise ArtifactError(f"--neuron-target must be one of {NEURONX_TARGETS}, got {options.neuron_target!r}")
-        args, instance = neuronx_compiler_args(precision, options.neuron_target), options.neuron_target
-        extra = {} if hardware.neuron_device_present() else {"cpu_backend": True}  # trace on a CPU-only box
-    else:
-        args, instance, extra = neuron_compiler_args(precision), "inf1", {"dynamic_batch_size": True}
-    workdir = Path(tempfile.mkdtemp(prefix="neuron-cc-"))
-    try:
-        for batch, seq in buckets:
-            example = onnx_export.example_inputs(batch, seq)
-            with torch.no_grad():
-                traced = tracer.trace(module, example, compiler_args=list(args),
-                                      compiler_workdir=str(workdir / f"b{batch}_s{seq}"), **extra)
-            if backend == "neuronx":  # in place, before saving, as the torch-neuronx docs apply it
-                traced = tracer.dynamic_batch(traced)
-            path = work / bucket_file(backend, batch, seq)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            torch.jit.save(traced, str(path))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return {"device": "neuron", "runtime": dist, "version": _dist_version(dist, tracer),
-            "compiler": f"{compiler} {_dist_version(compiler)}", "instance": instance, "compiler_args": list(args),
-            "traced_without_device": bool(extra.get("cpu_backend"))}
 
 
 # --------------------------------------------------------------------------- parity helpers

@@ -155,12 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     req.add_argument("--task", required=True, choices=artifact.TASKS)
     req.add_argument("--out", required=True, type=Path, help="artifact folder to write (replaced if it exists)")
     opt = p.add_argument_group("Optional arguments")
+    engines = [registry.engine_class(b) for b in registry.backends()]
     opt.add_argument("--backend", default="onnx", choices=registry.backends(),
-                     help="onnx (CPU), torch (TorchScript on the CPU), tensorrt (NVIDIA GPU), neuronx (Inf2/Trn1), neuron (Inf1); "
-                          "default: onnx")
+                     help=f"{', '.join(f'{e.backend} ({e.device_words})' for e in engines)}; default: onnx")
     opt.add_argument("--precision", default=None, choices=registry.precisions(),
-                     help="default: fp32 for onnx/torch, fp16 for tensorrt, bf16 (matmul auto-cast) for Neuron; "
-                          "int8 (onnx, opt-in) is kept only if it passes the score parity gate")
+                     help=f"one of the backend's {', '.join(f'{e.backend} {list(e.precisions)}' for e in engines)}; "
+                          "default: the first; int8 (onnx, opt-in) is kept only if it passes the score parity gate")
     opt.add_argument("--optimize", choices=("auto", "fusion", "none"), default="auto",
                      help="onnx: ONNX Runtime BERT fusion; auto fuses when the model allows it, fusion insists; "
                           "default: auto")
@@ -216,8 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     except ArtifactError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.build and args.backend != "tensorrt":
-        print("error: --build only applies to --backend tensorrt", file=sys.stderr)
+    from engines.stage import building_backends
+
+    if args.build and args.backend not in building_backends():
+        print(f"error: --build only applies to --backend {' or '.join(building_backends())}", file=sys.stderr)
         return 2
     try:
         parity_rows = (parity_data.read(args.parity_data, args.task, args.input_format, args.fields)
@@ -241,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             positive_label=args.positive_label, threshold=args.threshold, pooling=args.pooling,
             source={"model_dir": str(args.model.resolve()), "build_args": argv_without_out(argv)},
             precision=args.precision, options=Options(build=args.build, neuron_target=args.neuron_target),
-            optimize=args.optimize if args.backend == "onnx" else "none", parity_rows=parity_rows,
+            optimize=args.optimize, parity_rows=parity_rows,
             allow_untrained_head=args.allow_untrained_head,
         )
     except EngineUnavailableError as e:  # the backend's compiler or hardware is not on this machine

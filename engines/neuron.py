@@ -82,7 +82,6 @@ class NeuronBase(Engine):
     spark_resource = "neuroncore"
     default_batch_tokens = 8192
     static_shapes = True
-    compile_stage = "engines.accel_compile:NeuronStage"
     runtime_module: str
     distribution: str
     folder_name: str
@@ -182,6 +181,7 @@ class NeuronxEngine(NeuronBase):
     """torch-neuronx on Inf2 / Trn1 (NeuronCore-v2)."""
 
     backend = "neuronx"
+    compile_stage = "engines.accel_compile:NeuronxStage"
     precisions = ("bf16", "fp16", "fp32")
     runtime_module = "torch_neuronx"
     distribution = "torch-neuronx"
@@ -196,6 +196,7 @@ class NeuronEngine(NeuronBase):
     """torch-neuron on Inf1 (NeuronCore-v1), legacy: traced with dynamic_batch_size=True."""
 
     backend = "neuron"
+    compile_stage = "engines.accel_compile:Inf1Stage"
     precisions = ("bf16", "fp16")
     runtime_module = "torch_neuron"
     distribution = "torch-neuron"

@@ -38,6 +38,8 @@ class CompileJob:
 class Stage:
     """One backend's compile steps; engines/compile.py calls them in order."""
 
+    builds_here = False  # whether `compile --build` (Options.build) applies: build for this machine's device now
+
     def export(self, job: CompileJob) -> dict:
         """Write the model's files into job.work; return entries for the manifest's `target`."""
         raise NotImplementedError
@@ -52,5 +54,14 @@ class Stage:
 
 
 def stage_for(backend: str) -> Stage:
-    module, name = registry.engine_class(backend).compile_stage.split(":")
+    where = registry.engine_class(backend).compile_stage
+    if where is None:
+        raise ValueError(f"backend {backend!r} has no compile stage")
+    module, name = where.split(":")
     return getattr(importlib.import_module(module), name)()
+
+
+def building_backends() -> list[str]:
+    """The backends whose stage builds for this machine's device with `compile --build`."""
+    return [b for b in registry.backends()
+            if registry.engine_class(b).compile_stage is not None and stage_for(b).builds_here]
