@@ -36,7 +36,7 @@ from emr.cluster import DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE, PYTHON_E
 from emr.errors import EmrError
 from emr.profiles import DEFAULT_RELEASE_LABEL
 from emr.k8s.sizing import DEFAULT_INSTANCE_TYPE, INF2
-from jobs.cli import BACKENDS as JOB_BACKENDS
+from jobs.cli import backend_choices
 
 L_REPO = Path(__file__).resolve().parent.parent  # the repository (jobs/, dist/) when run from a checkout
 _RUN_DATE_HELP = "YYYY-MM-DD (Airflow passes {{ ds }})"
@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default %(default)s)")
     p.add_argument("--model", type=Path, help="a local artifact folder (its manifest.json) to check too")
     p.add_argument("--release-label", default=None, help="EMR release (default from emr.profiles)")
-    p.add_argument("--backend", default="auto", choices=JOB_BACKENDS,
+    p.add_argument("--backend", default="auto", choices=backend_choices(),
                    help="the job's --backend (default auto: the artifact's)")
 
     p = sub.add_parser("stage", parents=[common], help="upload what a run needs to an S3 prefix")

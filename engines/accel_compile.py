@@ -1,6 +1,4 @@
-"""The compile steps for accelerated backends: TensorRT build specs and Neuron traces.
-
-`engines.compile` calls these for `--backend tensorrt|neuronx|neuron`:
+"""The compile stages of the accelerated backends (engines/stage.py): TensorRT build specs and Neuron traces.
 
 - tensorrt: the fp32 `model.onnx` (checked against transformers on the CPU, and the CPU
   fallback), the graph in the build precision (`tensorrt/model.fp16.onnx`, checked with ONNX
@@ -18,21 +16,16 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.metadata
-import os
+import json
 import shutil
 import tempfile
 from pathlib import Path
 
-from engines import parity, trt_build
+from engines import onnx_precision, parity, registry, trt_build
 from engines.errors import ArtifactError, EngineUnavailableError
+from engines.stage import CompileJob, Stage
 
-BACKENDS = ("tensorrt", "neuronx", "neuron")
-PRECISIONS = {"onnx": ("fp32", "int8"), "torch": ("fp32",), "tensorrt": ("fp16", "fp32", "bf16"),
-              "neuronx": ("bf16", "fp16", "fp32"), "neuron": ("bf16", "fp16")}
 NEURONX_TARGETS = ("inf2", "trn1", "trn1n", "trn2")
-# Kept in fp32 inside fp16/bf16 graphs: normalisation statistics lose too much in half precision.
-FP32_OPS = ("LayerNormalization", "ReduceMean", "ReduceSum", "ReduceL2", "Pow", "Sqrt")
-BF16_MAX = 3.3895313892515355e38  # largest finite bfloat16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,19 +37,10 @@ class Options:
     optimization_level: int = trt_build.BuildSpec.optimization_level  # bench/device_check.py: 2, to fit its time
 
 
-def default_precision(backend: str) -> str:
-    return PRECISIONS[backend][0]
-
-
-def check_precision(backend: str, precision: str) -> None:
-    if precision not in PRECISIONS[backend]:
-        raise ArtifactError(f"--precision {precision} is not available for --backend {backend} "
-                            f"(choose one of {list(PRECISIONS[backend])})")
-
-
 def check_buckets(backend: str, buckets: list[tuple[int, int]], max_seq_len: int) -> None:
+    """Static-shape engines load one compiled module per sequence length and run nothing longer."""
     seqs = [s for _, s in buckets]
-    if backend in ("neuronx", "neuron"):
+    if registry.engine_class(backend).static_shapes:
         if len(set(seqs)) != len(seqs):
             raise ArtifactError(f"Neuron buckets need distinct sequence lengths, got {buckets}")
         if max(seqs) < max_seq_len:
@@ -64,135 +48,154 @@ def check_buckets(backend: str, buckets: list[tuple[int, int]], max_seq_len: int
                                 "longer rows would have no compiled shape")
 
 
-# --------------------------------------------------------------------------- precision
+# --------------------------------------------------------------------------- stages
 
 
-def convert_precision(src: Path, dst: Path, precision: str) -> None:
-    """Write `src` (fp32 ONNX) as an fp16 or bf16 graph with fp32 inputs/outputs kept as they are.
+class AcceleratedStage(Stage):
+    """Shared by the accelerated stages: the probes every such artifact carries, so the engine can
+    check itself on the hardware it lands on when parity could not run here."""
 
-    fp16 uses ONNX Runtime's converter; bf16 takes that fp16 graph and relabels every half
-    tensor as bfloat16, rounding weights from their fp32 originals (not from fp16, whose
-    subnormals would lose the small ones).
-    """
-    import onnx
-    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
-
-    model = onnx.load(str(src))
-    fp32_weights = {t.name: t for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT}
-    half = convert_float_to_float16(model, keep_io_types=True, op_block_list=list(DEFAULT_OP_BLOCK_LIST) + list(FP32_OPS))
-    if precision == "bf16":
-        half = _relabel_bf16(half, fp32_weights)
-    elif precision != "fp16":
-        raise ValueError(f"convert_precision: {precision!r} is not fp16 or bf16")
-    _toposort(half.graph)  # the converter appends its Cast nodes; TensorRT's parser reads in order
-    del half.graph.value_info[:]  # stale intermediate types from the export; consumers infer them
-    dst = Path(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(half, str(dst))
+    def export(self, job: CompileJob) -> dict:
+        check_buckets(job.backend, list(job.buckets), job.max_seq_len)
+        batches = parity.probe_batches(job.tokenizer, job.task, job.max_seq_len)
+        parity.save_probes(job.work / parity.PROBES_FILE, batches, parity.reference_outputs(job.module, batches))
+        return {}
 
 
-def _toposort(graph) -> None:
-    """Reorder graph.node so every node comes after the producers of its inputs (stable)."""
-    known = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
-    nodes = list(graph.node)
-    ordered, waiting = [], nodes
-    while waiting:
-        progress, still = False, []
-        for node in waiting:
-            if all(name in known for name in node.input):
-                ordered.append(node)
-                known.update(node.output)
-                progress = True
-            else:
-                still.append(node)
-        if not progress:
-            missing = sorted({n for node in still for n in node.input if n not in known})[:5]
-            raise ValueError(f"ONNX graph has a cycle or undefined inputs: {missing}")
-        waiting = still
-    del graph.node[:]
-    graph.node.extend(ordered)
+class TensorRTStage(AcceleratedStage):
+    builds_here = True
+    def export(self, job: CompileJob) -> dict:
+        from engines import export as onnx_export
+
+        super().export(job)
+        onnx_export.export_onnx(job.module, job.work / "model.onnx", job.output, job.max_seq_len)
+        return {}
+
+    def convert(self, job: CompileJob) -> dict:
+        """The graph in the build precision and tensorrt/build.json; the plan is built on a GPU."""
+        precision, options = job.precision, job.options
+        graph = "model.onnx"
+        if precision != "fp32":
+            graph = f"tensorrt/model.{precision}.onnx"
+            onnx_precision.convert_precision(job.work / "model.onnx", job.work / graph, precision)
+        spec = trt_build.BuildSpec(onnx=graph, precision=precision,
+                                   profiles=tuple(trt_build.profiles_for(job.buckets, job.max_seq_len,
+                                                                         options.max_tokens)),
+                                   workspace_mib=options.workspace_mib, max_tokens=options.max_tokens,
+                                   optimization_level=options.optimization_level)
+        (job.work / trt_build.BUILD_SPEC).parent.mkdir(parents=True, exist_ok=True)
+        (job.work / trt_build.BUILD_SPEC).write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n")
+        return {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": trt_build.TENSORRT_MIN,
+                "tensorrt_below": trt_build.TENSORRT_BELOW,
+                "min_compute_capability": list(trt_build.MIN_COMPUTE_CAPABILITY[precision]), "precision": precision,
+                "opset": 18}
+
+    def validate(self, job: CompileJob, manifest) -> tuple[dict, list[str]]:
+        """The fp32 graph and the converted one on ONNX Runtime's CPU kernels; the plan itself on
+        this GPU with `--build`, else on the executor's first build (`passed: None`)."""
+        work, record = job.work, {}
+        cpu = dataclasses.replace(manifest, backend=registry.CPU_FALLBACK)
+        with registry.engine_class(registry.CPU_FALLBACK)(work, cpu) as engine:
+            record["onnx_fp32"] = parity.check(job.module, engine, job.tokenizer, manifest.task, "fp32",
+                                               manifest.max_seq_len)
+        spec = trt_build.BuildSpec.read(work)
+        if spec.onnx != "model.onnx":
+            record[f"onnx_{spec.precision}_cpu"] = _cpu_check(work / spec.onnx, work, manifest)
+        failed = [k for k, r in record.items() if r.get("passed") is False]
+        if failed:
+            return {**record, "passed": False, "failed": failed}, []
+        if not job.options.build:
+            return {**record, "passed": None, "skipped": "no GPU at compile time; checked on first build"}, []
+        return _build_here(work, manifest, record)
 
 
-def _relabel_bf16(model, fp32_weights: dict):
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, numpy_helper
+class NeuronStage(AcceleratedStage):
+    """One trace per (batch, seq) bucket with the engine's Neuron tracer; subclasses pick the
+    compiler's arguments for their NeuronCore generation."""
 
-    fp16, bf16 = TensorProto.FLOAT16, TensorProto.BFLOAT16
+    compiler: str  # the compiler's distribution, recorded in the target
 
-    def tensor(t):
-        if t.data_type != fp16:
-            return t
-        source = fp32_weights.get(t.name, t)
-        values = np.ascontiguousarray(numpy_helper.to_array(source), dtype=np.float32)
-        # Clamp first: float32's extremes (attention-mask fill values) would round to +-inf,
-        # and inf * 0 in the mask arithmetic is NaN.
-        values = np.clip(values, -BF16_MAX, BF16_MAX)
-        bits = values.view(np.uint32)
-        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # round to nearest even
-        out = onnx.helper.make_tensor(t.name, bf16, values.shape, rounded.tobytes(), raw=True)
-        return out
+    def compile_options(self, job: CompileJob) -> tuple[list[str], str, dict]:
+        """(compiler arguments, instance family, extra trace keywords)."""
+        raise NotImplementedError
 
-    graph = model.graph
-    for i, init in enumerate(list(graph.initializer)):
-        graph.initializer[i].CopyFrom(tensor(init))
-    for vi in list(graph.value_info) + list(graph.input) + list(graph.output):
-        if vi.type.tensor_type.elem_type == fp16:
-            vi.type.tensor_type.elem_type = bf16
-    for node in graph.node:
-        for attr in node.attribute:
-            if node.op_type == "Cast" and attr.name == "to" and attr.i == fp16:
-                attr.i = bf16
-            elif attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type == fp16:
-                attr.t.CopyFrom(tensor(attr.t))
-    return model
+    def finish(self, tracer, traced):
+        """The traced module as it is saved."""
+        return traced
 
+    def convert(self, job: CompileJob) -> dict:
+        import torch
 
-# --------------------------------------------------------------------------- export
+        from engines import export as onnx_export
+        from engines.neuron import bucket_file
 
+        engine = registry.engine_class(job.backend)
+        try:
+            tracer = importlib.import_module(engine.runtime_module)
+        except ImportError as e:
+            raise engine.missing_runtime(f"compile --backend {job.backend}", e) from None
+        args, instance, extra = self.compile_options(job)
+        workdir = Path(tempfile.mkdtemp(prefix="neuron-cc-"))
+        try:
+            for batch, seq in job.buckets:
+                example = onnx_export.example_inputs(batch, seq)
+                with torch.no_grad():
+                    traced = tracer.trace(job.module, example, compiler_args=list(args),
+                                          compiler_workdir=str(workdir / f"b{batch}_s{seq}"), **extra)
+                path = job.work / bucket_file(engine.folder_name, batch, seq)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                torch.jit.save(self.finish(tracer, traced), str(path))
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return {"device": "neuron", "runtime": engine.distribution, "version": _dist_version(engine.distribution, tracer),
+                "compiler": f"{self.compiler} {_dist_version(self.compiler)}", "instance": instance,
+                "compiler_args": list(args), "traced_without_device": bool(extra.get("cpu_backend"))}
 
-def export(module, work: Path, backend: str, *, output: str, max_seq_len: int, buckets: list[tuple[int, int]],
-           precision: str, options: Options, tokenizer, task: str) -> dict:
-    """Write the backend's files into `work` and return the manifest's `target`."""
-    check_precision(backend, precision)
-    check_buckets(backend, buckets, max_seq_len)
-    batches = parity.probe_batches(tokenizer, task, max_seq_len)
-    parity.save_probes(work / parity.PROBES_FILE, batches, parity.reference_outputs(module, batches))
-    if backend == "tensorrt":
-        return _export_tensorrt(module, work, output, max_seq_len, buckets, precision, options)
-    return _trace_neuron(module, work, backend, buckets, precision, options)
+    def validate(self, job: CompileJob, manifest) -> tuple[dict, list[str]]:
+        """The traces on this machine's NeuronCore; without one, on the executor's first load."""
+        from engines.base import Device
 
-
-def _export_tensorrt(module, work, output, max_seq_len, buckets, precision, options) -> dict:
-    from engines import export as onnx_export
-
-    onnx_export.export_onnx(module, work / "model.onnx", output, max_seq_len)
-    graph = "model.onnx"
-    if precision != "fp32":
-        graph = f"tensorrt/model.{precision}.onnx"
-        convert_precision(work / "model.onnx", work / graph, precision)
-    spec = trt_build.BuildSpec(onnx=graph, precision=precision,
-                               profiles=tuple(trt_build.profiles_for(buckets, max_seq_len, options.max_tokens)),
-                               workspace_mib=options.workspace_mib, max_tokens=options.max_tokens,
-                               optimization_level=options.optimization_level)
-    import json
-
-    (work / trt_build.BUILD_SPEC).parent.mkdir(parents=True, exist_ok=True)
-    (work / trt_build.BUILD_SPEC).write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n")
-    return {"device": "cuda", "runtime": "tensorrt", "tensorrt_min": trt_build.TENSORRT_MIN,
-            "tensorrt_below": trt_build.TENSORRT_BELOW,
-            "min_compute_capability": list(trt_build.MIN_COMPUTE_CAPABILITY[precision]), "precision": precision,
-            "opset": 18}
+        try:
+            engine = registry.engine_class(manifest.backend)(job.work, manifest, Device("neuron")).load()
+        except EngineUnavailableError as e:
+            return {"passed": None, "skipped": f"no NeuronCore at compile time; checked on first load ({e})"}, []
+        try:
+            record = dict(engine.parity_record or {})
+        finally:
+            engine.close()
+        record["where"] = "at compile time, on this machine's Neuron runtime"
+        return record, []
 
 
-def neuronx_compiler_args(precision: str, target: str) -> list[str]:
-    cast = ["--auto-cast", "none"] if precision == "fp32" else ["--auto-cast", "matmult", "--auto-cast-type", precision]
-    return cast + ["--model-type", "transformer", "--target", target]
+class NeuronxStage(NeuronStage):
+    """torch-neuronx (Inf2/Trn): the cast type explicit, dynamic batching applied before saving."""
+
+    compiler = "neuronx-cc"
+
+    def compile_options(self, job: CompileJob) -> tuple[list[str], str, dict]:
+        from engines import hardware
+
+        target = job.options.neuron_target
+        if target not in NEURONX_TARGETS:
+            raise ArtifactError(f"--neuron-target must be one of {NEURONX_TARGETS}, got {target!r}")
+        cast = (["--auto-cast", "none"] if job.precision == "fp32"
+                else ["--auto-cast", "matmult", "--auto-cast-type", job.precision])
+        extra = {} if hardware.neuron_device_present() else {"cpu_backend": True}  # trace on a CPU-only box
+        return cast + ["--model-type", "transformer", "--target", target], target, extra
+
+    def finish(self, tracer, traced):
+        return tracer.dynamic_batch(traced)  # before saving, as the torch-neuronx docs apply it
 
 
-def neuron_compiler_args(precision: str) -> list[str]:
-    # argmax-sensitive models: keep relayouts exact (torch-neuron release notes, known issues).
-    return ["--fp32-cast", f"matmult-{precision}", "--fast-math", "no-fast-relayout"]
+class Inf1Stage(NeuronStage):
+    """torch-neuron (Inf1): argmax-sensitive models keep relayouts exact (torch-neuron release
+    notes, known issues); the trace itself batches dynamically."""
+
+    compiler = "neuron-cc"
+
+    def compile_options(self, job: CompileJob) -> tuple[list[str], str, dict]:
+        args = ["--fp32-cast", f"matmult-{job.precision}", "--fast-math", "no-fast-relayout"]
+        return args, "inf1", {"dynamic_batch_size": True}
 
 
 def _dist_version(name: str, module=None) -> str:
@@ -205,83 +208,7 @@ def _dist_version(name: str, module=None) -> str:
         return "unknown"
 
 
-def _trace_neuron(module, work, backend, buckets, precision, options) -> dict:
-    import torch
-
-    from engines import export as onnx_export
-    from engines import hardware
-    from engines.neuron import bucket_file
-    from engines.registry import engine_class
-
-    engine = engine_class(backend)
-    dist, compiler = engine.distribution, {"neuronx": "neuronx-cc", "neuron": "neuron-cc"}[backend]
-    try:
-        tracer = importlib.import_module(engine.runtime_module)
-    except ImportError as e:
-        raise engine.missing_runtime(f"compile --backend {backend}", e) from None
-    if backend == "neuronx":
-        if options.neuron_target not in NEURONX_TARGETS:
-            raise ArtifactError(f"--neuron-target must be one of {NEURONX_TARGETS}, got {options.neuron_target!r}")
-        args, instance = neuronx_compiler_args(precision, options.neuron_target), options.neuron_target
-        extra = {} if hardware.neuron_device_present() else {"cpu_backend": True}  # trace on a CPU-only box
-    else:
-        args, instance, extra = neuron_compiler_args(precision), "inf1", {"dynamic_batch_size": True}
-    workdir = Path(tempfile.mkdtemp(prefix="neuron-cc-"))
-    try:
-        for batch, seq in buckets:
-            example = onnx_export.example_inputs(batch, seq)
-            with torch.no_grad():
-                traced = tracer.trace(module, example, compiler_args=list(args),
-                                      compiler_workdir=str(workdir / f"b{batch}_s{seq}"), **extra)
-            if backend == "neuronx":  # in place, before saving, as the torch-neuronx docs apply it
-                traced = tracer.dynamic_batch(traced)
-            path = work / bucket_file(backend, batch, seq)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            torch.jit.save(traced, str(path))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return {"device": "neuron", "runtime": dist, "version": _dist_version(dist, tracer),
-            "compiler": f"{compiler} {_dist_version(compiler)}", "instance": instance, "compiler_args": list(args),
-            "traced_without_device": bool(extra.get("cpu_backend"))}
-
-
-# --------------------------------------------------------------------------- parity
-
-
-def check_parity(module, work: Path, manifest, tokenizer, options: Options) -> tuple[dict, list[str]]:
-    """Parity record for an accelerated artifact, and any files the check added (shipped plans).
-
-    Runs everything this machine can run and says plainly what it could not:
-    `passed` is None with a `skipped` reason when the target engine needs hardware that is
-    absent (the engine then checks itself against parity/probes.npz when it loads).
-    """
-    from engines.base import Device
-    from engines.registry import engine_class
-
-    if manifest.backend == "tensorrt":
-        record: dict = {}
-        cpu = dataclasses.replace(manifest, backend="onnx")
-        with engine_class("onnx")(work, cpu) as engine:
-            record["onnx_fp32"] = parity.check(module, engine, tokenizer, manifest.task, "fp32", manifest.max_seq_len)
-        spec = trt_build.BuildSpec.read(work)
-        if spec.onnx != "model.onnx":
-            record[f"onnx_{spec.precision}_cpu"] = _cpu_check(work / spec.onnx, work, manifest)
-        failed = [k for k, r in record.items() if r.get("passed") is False]
-        if failed:
-            return {**record, "passed": False, "failed": failed}, []
-        if not options.build:
-            return {**record, "passed": None, "skipped": "no GPU at compile time; checked on first build"}, []
-        return _build_here(work, manifest, record)
-    try:
-        engine = engine_class(manifest.backend)(work, manifest, Device("neuron")).load()
-    except EngineUnavailableError as e:
-        return {"passed": None, "skipped": f"no NeuronCore at compile time; checked on first load ({e})"}, []
-    try:
-        record = dict(engine.parity_record or {})
-    finally:
-        engine.close()
-    record["where"] = "at compile time, on this machine's Neuron runtime"
-    return record, []
+# --------------------------------------------------------------------------- parity helpers
 
 
 def _cpu_check(graph: Path, work: Path, manifest) -> dict:
@@ -307,16 +234,14 @@ def _build_here(work: Path, manifest, record: dict) -> tuple[dict, list[str]]:
     from engines.base import Device
     from engines.tensorrt import TensorRTEngine
 
-    cache = Path(tempfile.mkdtemp(prefix="trt-build-"))
-    old = os.environ.get("ACCEL_SCORING_CACHE")
-    os.environ["ACCEL_SCORING_CACHE"] = str(cache)
+    cache = Path(tempfile.mkdtemp(prefix="trt-build-"))  # only this build's plans, to ship
     try:
-        engine = TensorRTEngine(work, manifest, Device("cuda", "0")).load()
+        engine = TensorRTEngine(work, manifest, Device("cuda", "0"), plan_cache=cache).load()
         try:
             on_gpu = engine.parity_record
         finally:
             engine.close()
-        plans = sorted((cache / "tensorrt").glob("*.plan"))
+        plans = sorted(cache.glob("*.plan"))
         dest = work / trt_build.PLANS_DIR
         dest.mkdir(parents=True, exist_ok=True)
         added = []
@@ -324,9 +249,5 @@ def _build_here(work: Path, manifest, record: dict) -> tuple[dict, list[str]]:
             shutil.copy2(plan, dest / plan.name)
             added.append(f"{trt_build.PLANS_DIR}/{plan.name}")
     finally:
-        if old is None:
-            os.environ.pop("ACCEL_SCORING_CACHE", None)
-        else:
-            os.environ["ACCEL_SCORING_CACHE"] = old
         shutil.rmtree(cache, ignore_errors=True)
     return {**record, **(on_gpu or {}), "tensorrt_gpu": on_gpu}, added

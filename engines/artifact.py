@@ -17,8 +17,6 @@ from engines.errors import ArtifactError
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 TASKS = ("pair-classification", "text-classification", "embedding")
-BACKENDS = ("onnx", "torch", "tensorrt", "neuronx", "neuron")  # the jobs' --backend names, too
-LEGACY_BACKENDS = {"torchscript": "torch"}  # what manifests written before the rename say
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,8 +49,10 @@ class Manifest:
     def __post_init__(self) -> None:
         if self.task not in TASKS:
             raise ArtifactError(f"manifest task {self.task!r} is not one of {TASKS}")
-        if self.backend not in BACKENDS:
-            raise ArtifactError(f"manifest backend {self.backend!r} is not one of {BACKENDS}")
+        from engines.registry import backends  # which imports the engines, which import this module
+
+        if self.backend not in backends():
+            raise ArtifactError(f"manifest backend {self.backend!r} is not one of {backends()}")
         if self.task != "embedding" and not self.labels:
             raise ArtifactError(f"a {self.task} artifact needs labels; the manifest has none")
         if self.max_seq_len < 8:
@@ -87,7 +87,9 @@ class Manifest:
         if missing:
             raise ArtifactError(f"manifest lacks required keys {missing}")
         kw = {k: v for k, v in d.items() if k in known}
-        kw["backend"] = LEGACY_BACKENDS.get(d["backend"], d["backend"])
+        from engines.registry import canonical_backend
+
+        kw["backend"] = canonical_backend(d["backend"])
         kw["buckets"] = tuple(tuple(int(x) for x in b) for b in d.get("buckets", ()))
         kw["labels"] = tuple(d.get("labels", ()))
         kw["inputs"] = tuple(d.get("inputs", cls.inputs))

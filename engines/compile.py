@@ -10,7 +10,8 @@ ONNX artifacts for the CPU get ONNX Runtime's BERT operator fusion when the mode
 passes only if labels agree on >= 99% of scored rows and the p99 |score diff| is <= 0.02
 (engines/parity.py); give it the job's own input with `--parity-data` (engines/parity_data.py).
 
-Export, then a parity check against the transformers model, then the manifest. An artifact
+The backend's stage (engines/stage.py) exports, optimises or converts, and checks parity
+against the transformers model; then the manifest is written. An artifact
 that fails parity is not written: the command exits 1 and the output folder is left untouched.
 So is a classifier whose checkpoint lacks weights that transformers would initialise at random
 (an encoder without its task head): parity compares the export with that same random model and
@@ -19,6 +20,7 @@ would pass. `--allow-untrained-head` writes it anyway for smoke tests and record
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -26,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engines import artifact, parity, parity_data
+from engines import artifact, parity_data, registry
 from engines.errors import ArtifactError, EngineUnavailableError, ParityError
 from jobs.cli import FORMATS, field_list
 from udfs.workloads import Duplicates
@@ -65,27 +67,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _export(module, folder: Path, backend: str, output: str, max_seq_len: int, optimize: str = "none",
-            precision: str = "fp32") -> dict:
-    """Write the backend's files into `folder`; return what the graph is (for the manifest's target)."""
-    from engines import export
-
-    if backend == "onnx":
-        from engines.onnx_optimize import export_cpu
-
-        return export_cpu(module, folder / "model.onnx", output, max_seq_len, optimize, precision)
-    if backend == "torch":
-        export.export_torchscript(module, folder / "model.pt")
-        return {}
-    raise ValueError(f"compile --backend {backend!r} is not supported here; use onnx or torch")
-
-
-def _target(backend: str, versions: dict[str, str]) -> dict:
-    if backend == "onnx":
-        return {"device": "cpu", "runtime": "onnxruntime", "opset": 18}
-    return {"device": "cpu", "runtime": "torch", "torch": versions.get("torch", "")}
-
-
 def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend: str, name: str,
                    version: str, max_seq_len: int, labels: list[str], buckets: list[tuple[int, int]] | None = None,
                    positive_label: int | None = None, threshold: float = 0.5, pooling: str | None = None,
@@ -104,6 +85,7 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
 
     from engines import accel_compile
     from engines.registry import engine_class
+    from engines.stage import CompileJob, stage_for
 
     untrained = getattr(module, "untrained_weights", ())
     if untrained and not allow_untrained_head:
@@ -112,8 +94,9 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
             f"(missing from the checkpoint), so every score would be noise, and parity cannot tell (it compares the "
             f"export with that same random model). Compile a model fine-tuned for {task}, use --task embedding for a "
             f"sentence encoder, or pass --allow-untrained-head for a smoke test")
-    precision = precision or accel_compile.default_precision(backend)
-    accel_compile.check_precision(backend, precision)
+    precision = precision or engine_class(backend).precisions[0]
+    registry.check_precision(backend, precision)
+    stage = stage_for(backend)
     options = options or accel_compile.Options()
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -129,36 +112,22 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
         tokenizer.save_pretrained(work / "tokenizer")
         output = OUTPUT_NAMES.get(task, "logits")
         buckets = list(buckets or default_buckets(max_seq_len))
-        target = None
-        if backend in accel_compile.BACKENDS:
-            target = accel_compile.export(module, work, backend, output=output, max_seq_len=max_seq_len,
-                                          buckets=buckets, precision=precision, options=options,
-                                          tokenizer=tokenizer, task=task)
-        else:
-            target = {**_target(backend, _versions()),
-                      **_export(module, work, backend, output, max_seq_len, optimize, precision)}
+        job = CompileJob(module=module, work=work, backend=backend, task=task, output=output,
+                         max_seq_len=max_seq_len, buckets=tuple(buckets), precision=precision, tokenizer=tokenizer,
+                         options=options, optimize=optimize, threshold=threshold, positive_label=positive_label,
+                         parity_rows=parity_rows)
+        target = {**stage.export(job), **stage.convert(job)}
         versions = _versions()
         files = {str(p.relative_to(work)): artifact.sha256_file(p) for p in sorted(work.rglob("*")) if p.is_file()}
         manifest = artifact.Manifest(
             name=name, version=version, task=task, backend=backend, max_seq_len=max_seq_len,
             buckets=tuple(buckets), files=files, labels=tuple(labels), precision=precision,
             positive_label=positive_label, threshold=threshold, pooling=pooling if task == "embedding" else None,
-            target=target or _target(backend, versions), output=output, created_with=versions, source=source or {},
+            target=target, output=output, created_with=versions, source=source or {},
             untrained_head=tuple(untrained),
         )
-        import dataclasses
-
-        if backend in accel_compile.BACKENDS:
-            record, added = accel_compile.check_parity(module, work, manifest, tokenizer, options)
-            files = {**files, **{rel: artifact.sha256_file(work / rel) for rel in added}}
-        else:
-            with engine_class(backend)(work, manifest) as engine:
-                if precision in parity.SCORE_GATED:
-                    record = parity.check_quantized(module, engine, tokenizer, task, precision, max_seq_len,
-                                                    threshold=threshold, positive_label=positive_label,
-                                                    rows=parity_rows)
-                else:
-                    record = parity.check(module, engine, tokenizer, task, manifest.precision, max_seq_len)
+        record, added = stage.validate(job, manifest)
+        files = {**files, **{rel: artifact.sha256_file(work / rel) for rel in added}}
         if record["passed"] is False:
             raise ParityError(f"{backend} export of {name} failed parity against transformers: {json.dumps(record)}")
         manifest = dataclasses.replace(manifest, parity=record, files=files)
@@ -186,12 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     req.add_argument("--task", required=True, choices=artifact.TASKS)
     req.add_argument("--out", required=True, type=Path, help="artifact folder to write (replaced if it exists)")
     opt = p.add_argument_group("Optional arguments")
-    opt.add_argument("--backend", default="onnx", choices=artifact.BACKENDS,
-                     help="onnx (CPU), torch (TorchScript on the CPU), tensorrt (NVIDIA GPU), neuronx (Inf2/Trn1), neuron (Inf1); "
-                          "default: onnx")
-    opt.add_argument("--precision", default=None, choices=("fp32", "fp16", "bf16", "int8"),
-                     help="default: fp32 for onnx/torch, fp16 for tensorrt, bf16 (matmul auto-cast) for Neuron; "
-                          "int8 (onnx, opt-in) is kept only if it passes the score parity gate")
+    engines = [registry.engine_class(b) for b in registry.backends()]
+    opt.add_argument("--backend", default="onnx", choices=registry.backends(),
+                     help=f"{', '.join(f'{e.backend} ({e.device_words})' for e in engines)}; default: onnx")
+    opt.add_argument("--precision", default=None, choices=registry.precisions(),
+                     help=f"one of the backend's {', '.join(f'{e.backend} {list(e.precisions)}' for e in engines)}; "
+                          "default: the first; int8 (onnx, opt-in) is kept only if it passes the score parity gate")
     opt.add_argument("--optimize", choices=("auto", "fusion", "none"), default="auto",
                      help="onnx: ONNX Runtime BERT fusion; auto fuses when the model allows it, fusion insists; "
                           "default: auto")
@@ -241,14 +210,16 @@ def main(argv: list[str] | None = None) -> int:
     if not 8 <= args.max_seq_len <= 512:
         print(f"error: --max-seq-len must be between 8 and 512, got {args.max_seq_len}", file=sys.stderr)
         return 2
-    from engines.accel_compile import PRECISIONS
-
-    if args.precision and args.precision not in PRECISIONS[args.backend]:
-        print(f"error: --precision {args.precision} is not available for --backend {args.backend} "
-              f"(choose one of {list(PRECISIONS[args.backend])})", file=sys.stderr)
+    try:
+        if args.precision:
+            registry.check_precision(args.backend, args.precision)
+    except ArtifactError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.build and args.backend != "tensorrt":
-        print("error: --build only applies to --backend tensorrt", file=sys.stderr)
+    from engines.stage import building_backends
+
+    if args.build and args.backend not in building_backends():
+        print(f"error: --build only applies to --backend {' or '.join(building_backends())}", file=sys.stderr)
         return 2
     try:
         parity_rows = (parity_data.read(args.parity_data, args.task, args.input_format, args.fields)
@@ -272,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             positive_label=args.positive_label, threshold=args.threshold, pooling=args.pooling,
             source={"model_dir": str(args.model.resolve()), "build_args": argv_without_out(argv)},
             precision=args.precision, options=Options(build=args.build, neuron_target=args.neuron_target),
-            optimize=args.optimize if args.backend == "onnx" else "none", parity_rows=parity_rows,
+            optimize=args.optimize, parity_rows=parity_rows,
             allow_untrained_head=args.allow_untrained_head,
         )
     except EngineUnavailableError as e:  # the backend's compiler or hardware is not on this machine

@@ -41,8 +41,21 @@ class Hardware:
     def neuron(self) -> bool:
         return self.neuron_cores > 0
 
+    @property
+    def any(self) -> bool:
+        return self.cuda or self.neuron
+
+    def count(self, kind: str) -> int:
+        """Devices of an engine device kind (engines/base.py Device.kind); the CPU always counts one."""
+        return {"cpu": 1, "cuda": self.gpus, "neuron": self.neuron_cores}.get(kind, 0)
+
+    def has(self, kind: str) -> bool:
+        return self.count(kind) > 0
+
     def __str__(self) -> str:
-        found = [f"{n} {name}" for n, name in ((self.gpus, "gpu"), (self.neuron_cores, "neuroncore")) if n]
+        from engines.registry import spark_resources
+
+        found = [f"{self.count(kind)} {name}" for kind, name in spark_resources().items() if self.count(kind)]
         return f"{self.source}: {', '.join(found) or 'none'}"
 
 
@@ -163,15 +176,14 @@ def instance_type(product_name: str = DMI_PRODUCT_NAME) -> str | None:
     return imds.this_host()
 
 
-# Engine device kind -> the Spark resource name executors request it by.
-SPARK_RESOURCE = {"cuda": "gpu", "neuron": "neuroncore"}
-
-
 def from_spark_conf(conf: Mapping[str, str]) -> Hardware | None:
     """Executor resources requested in Spark's configuration, if any (what executors will have)."""
+    from engines.registry import spark_resources
+
     def amount(kind: str) -> float:
+        resource = spark_resources().get(kind)
         try:
-            return float(conf.get(f"spark.executor.resource.{SPARK_RESOURCE[kind]}.amount", 0) or 0)
+            return float(conf.get(f"spark.executor.resource.{resource}.amount", 0) or 0) if resource else 0.0
         except ValueError:
             return 0.0
 

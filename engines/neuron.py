@@ -24,7 +24,7 @@ from typing import Mapping
 import numpy as np
 
 from engines import hardware, parity
-from engines.base import Engine, EngineSpec
+from engines.base import Engine
 from engines.errors import EngineUnavailableError, ParityError, TargetMismatchError
 
 VISIBLE = "NEURON_RT_VISIBLE_CORES"
@@ -77,14 +77,14 @@ def pin_core(address: str | None, runtime_module: str, environ=os.environ, modul
 class NeuronBase(Engine):
     """Shared by NeuronxEngine and NeuronEngine; subclasses name the runtime module and folder."""
 
+    device_kind = "neuron"
+    device_words = "NeuronCore"
+    spark_resource = "neuroncore"
+    default_batch_tokens = 8192
+    static_shapes = True
     runtime_module: str
     distribution: str
     folder_name: str
-
-    @property
-    def spec(self) -> EngineSpec:
-        return EngineSpec(input_names=self.manifest.inputs, max_seq_len=self.manifest.max_seq_len,
-                          buckets=self.manifest.buckets, static_shapes=True)
 
     def _warmup_shapes(self) -> list[tuple[int, int]]:
         return list(self.manifest.buckets)  # every NEFF is loaded and run once before any row
@@ -181,6 +181,8 @@ class NeuronxEngine(NeuronBase):
     """torch-neuronx on Inf2 / Trn1 (NeuronCore-v2)."""
 
     backend = "neuronx"
+    compile_stage = "engines.accel_compile:NeuronxStage"
+    precisions = ("bf16", "fp16", "fp32")
     runtime_module = "torch_neuronx"
     distribution = "torch-neuronx"
     folder_name = "neuronx"
@@ -194,6 +196,8 @@ class NeuronEngine(NeuronBase):
     """torch-neuron on Inf1 (NeuronCore-v1), legacy: traced with dynamic_batch_size=True."""
 
     backend = "neuron"
+    compile_stage = "engines.accel_compile:Inf1Stage"
+    precisions = ("bf16", "fp16")
     runtime_module = "torch_neuron"
     distribution = "torch-neuron"
     folder_name = "neuron"

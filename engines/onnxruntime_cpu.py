@@ -1,22 +1,24 @@
 """ONNX Runtime on the CPU: the embedded default."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Mapping
 
 import numpy as np
 
-from engines.base import Engine, EngineSpec
+from engines.base import Engine
 from engines.errors import EngineUnavailableError
 
 
 class OnnxRuntimeEngine(Engine):
     backend = "onnx"
+    precisions = ("fp32", "int8")
+    compile_stage = "engines.cpu_compile:OnnxStage"
+    pad_multiple = 1  # the CPU gains nothing from sequence lengths rounded to 8; short queries lose a lot
 
-    @property
-    def spec(self) -> EngineSpec:
-        # The CPU gains nothing from sequence lengths rounded to 8; short queries lose a lot.
-        return dataclasses.replace(super().spec, pad_multiple=1)
+    @classmethod
+    def runs(cls, manifest) -> bool:
+        """Also any artifact that carries model.onnx (a tensorrt artifact does: its CPU fallback)."""
+        return super().runs(manifest) or "model.onnx" in manifest.files
 
     def _load(self) -> None:
         try:

@@ -1,5 +1,12 @@
-"""Which engine runs which artifact. Engine modules are imported only when chosen, so the
-driver and CI need no accelerator libraries."""
+"""Every backend's facts, collected from the Engine subclasses that declare them (engines/base.py).
+
+Engine.__init_subclass__ registers each class that sets `backend` when its module is imported,
+and importing this module imports ENGINE_MODULES, so every reader (the manifest's backend
+names, the jobs' and compile's choices, udfs/device.py, engines/hardware.py, jobs/runner.py)
+sees the same classes. Engine modules import their frameworks only in `load()`, so this needs
+no accelerator library. The module list is the only thing a new backend's module adds here;
+an explicit list rather than a scan of engines/, whose other modules import torch.
+"""
 from __future__ import annotations
 
 import importlib
@@ -8,35 +15,71 @@ import warnings
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
 
-ENGINES = {
-    "onnx": "engines.onnxruntime_cpu:OnnxRuntimeEngine",
-    "torch": "engines.torch_engine:TorchScriptEngine",
-    "tensorrt": "engines.tensorrt:TensorRTEngine",
-    "neuronx": "engines.neuron:NeuronxEngine",
-    "neuron": "engines.neuron:NeuronEngine",
-}
+ENGINE_MODULES = ("engines.onnxruntime_cpu", "engines.torch_engine", "engines.tensorrt", "engines.neuron")
+CPU_FALLBACK = "onnx"  # what `--backend auto` runs an artifact's model.onnx with when no accelerator is there
 
-# Job backend -> the accelerator it needs (engines.base.Device kind).
-ACCELERATOR = {"tensorrt": "cuda", "neuronx": "neuron", "neuron": "neuron"}
-_DEVICE_WORDS = {"cuda": "NVIDIA GPU", "neuron": "NeuronCore"}
+_ENGINES: dict[str, type] = {}
 
 
 class BackendFallbackWarning(UserWarning):
     """`--backend auto` found no accelerator for the artifact and runs ONNX Runtime on the CPU."""
 
 
+def register(cls: type) -> None:
+    """Called by Engine.__init_subclass__ for each class that declares a `backend`."""
+    known = _ENGINES.get(cls.backend)
+    if known is not None and known.__qualname__ != cls.__qualname__:
+        raise ValueError(f"backend {cls.backend!r} is declared by both {known.__qualname__} and {cls.__qualname__}")
+    _ENGINES[cls.backend] = cls
+
+
+def _engines() -> list[type]:
+    """Registered classes, this module's list order first, so choices read the same however imported."""
+    order = {m: i for i, m in enumerate(ENGINE_MODULES)}
+    return sorted(_ENGINES.values(), key=lambda c: order.get(c.__module__, len(order)))
+
+
+def backends() -> tuple[str, ...]:
+    """The artifacts' backend names, and the jobs' and compile's `--backend` choices."""
+    return tuple(c.backend for c in _engines())
+
+
 def engine_class(backend: str):
     try:
-        module, name = ENGINES[backend].split(":")
+        return _ENGINES[backend]
     except KeyError:
-        raise ValueError(f"unknown backend {backend!r}; choose one of {sorted(ENGINES)}") from None
-    return getattr(importlib.import_module(module), name)
+        raise ValueError(f"unknown backend {backend!r}; choose one of {list(backends())}") from None
+
+
+def canonical_backend(name: str) -> str:
+    """A manifest's backend name as it is today (older manifests wrote a few differently)."""
+    return next((c.backend for c in _engines() if name in c.legacy_backends), name)
+
+
+def precisions() -> tuple[str, ...]:
+    """Every backend's precisions: compile's `--precision` choices."""
+    return tuple(dict.fromkeys(p for c in _engines() for p in c.precisions))
+
+
+def check_precision(backend: str, precision: str) -> None:
+    allowed = engine_class(backend).precisions
+    if precision not in allowed:
+        raise ArtifactError(f"--precision {precision} is not available for --backend {backend} "
+                            f"(choose one of {list(allowed)})")
+
+
+def device_kinds() -> tuple[str, ...]:
+    """Device.kind values some backend runs on (`cpu` first): what `--device` may name."""
+    return tuple(dict.fromkeys(["cpu"] + [c.device_kind for c in _engines()]))
+
+
+def spark_resources() -> dict[str, str]:
+    """Accelerator device kind -> the Spark resource name executors request it by."""
+    return {c.device_kind: c.spark_resource for c in _engines() if c.spark_resource}
 
 
 def _runs(backend: str, manifest: Manifest) -> bool:
-    """An engine runs artifacts of its own backend; ONNX Runtime also any that carries model.onnx
-    (a tensorrt artifact does)."""
-    return backend == manifest.backend or (backend == "onnx" and "model.onnx" in manifest.files)
+    return engine_class(backend).runs(manifest)
 
 
 def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
@@ -49,29 +92,33 @@ def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
     model.onnx; anything else is an ArtifactError.
     """
     backend = manifest.backend if requested == "auto" else requested
-    if requested == "auto" and backend in ACCELERATOR:
+    cls = engine_class(backend) if backend in _ENGINES else None
+    if requested == "auto" and cls is not None and cls.spark_resource:
         from engines import hardware as probe
 
         hw = hardware if hardware is not None else probe.detect()
-        kind = ACCELERATOR[backend]
-        if not (hw.cuda if kind == "cuda" else hw.neuron):
-            what = _DEVICE_WORDS[kind]
-            has_onnx = "model.onnx" in manifest.files
-            if has_onnx and not (hw.cuda or hw.neuron):
+        if not hw.has(cls.device_kind):
+            what = cls.device_words
+            has_onnx = _runs(CPU_FALLBACK, manifest)
+            if has_onnx and not hw.any:
                 warnings.warn(f"--backend auto: no {what} found ({hw.source}); artifact {manifest.model_id} "
                               f"({manifest.backend}) falls back to ONNX Runtime on the CPU", BackendFallbackWarning,
                               stacklevel=2)
-                return "onnx"
-            cpu = "pass --backend onnx to run its model.onnx on the CPU" if has_onnx else \
-                "compile an onnx artifact for the CPU (this one carries no model.onnx)"
+                return CPU_FALLBACK
+            cpu = f"pass --backend {CPU_FALLBACK} to run its model.onnx on the CPU" if has_onnx else \
+                f"compile an {CPU_FALLBACK} artifact for the CPU (this one carries no model.onnx)"
             raise ArtifactError(
                 f"artifact {manifest.model_id} was compiled for backend {manifest.backend!r}, which needs a {what}, "
                 f"and none was found ({hw}); request one for the executors "
-                f"(spark.executor.resource.{probe.SPARK_RESOURCE[kind]}.amount), or {cpu}")
-    if not _runs(backend, manifest):
-        runnable = sorted(b for b in ENGINES if _runs(b, manifest))
+                f"(spark.executor.resource.{cls.spark_resource}.amount), or {cpu}")
+    if cls is None or not _runs(backend, manifest):
+        runnable = [b for b in backends() if _runs(b, manifest)]
         raise ArtifactError(
             f"artifact {manifest.model_id} was compiled for backend {manifest.backend!r}; "
             f"--backend {requested} cannot run it (use one of {runnable or ['auto']})"
         )
     return backend
+
+
+for _module in ENGINE_MODULES:
+    importlib.import_module(_module)

@@ -15,6 +15,7 @@ EngineUnavailableError naming what is missing and the fix.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -128,10 +129,18 @@ class _Pending:
 
 class TensorRTEngine(Engine):
     backend = "tensorrt"
+    device_kind = "cuda"
+    device_words = "NVIDIA GPU"
+    spark_resource = "gpu"
+    precisions = ("fp16", "fp32", "bf16")
+    default_batch_tokens = 8192
+    compile_stage = "engines.accel_compile:TensorRTStage"
     pipeline_depth = 2
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, plan_cache: Path | None = None, **kwargs):
+        """`plan_cache`: where built plans are kept; default trt_build.cache_root() (the node's cache)."""
         super().__init__(*args, **kwargs)
+        self.plan_cache = plan_cache
         self.build_spec = trt_build.BuildSpec.read(self.folder)
         self.profiles = list(self.build_spec.profiles)
         self.plan_source: str | None = None
@@ -139,8 +148,7 @@ class TensorRTEngine(Engine):
 
     @property
     def spec(self) -> EngineSpec:
-        return EngineSpec(input_names=self.manifest.inputs, max_seq_len=self.manifest.max_seq_len,
-                          buckets=tuple(p.opt for p in self.profiles), static_shapes=False)
+        return dataclasses.replace(super().spec, buckets=tuple(p.opt for p in self.profiles))
 
     def _warmup_shapes(self) -> list[tuple[int, int]]:
         return [p.opt for p in self.profiles]
@@ -161,7 +169,7 @@ class TensorRTEngine(Engine):
         names = list(self.manifest.inputs)
         path, self.plan_source = trt_build.cached_plan(
             key, lambda: trt_build.build_serialized(trt, onnx_path, self.build_spec, names, logger),
-            prebuilt_dir=self.folder / trt_build.PLANS_DIR)
+            root=self.plan_cache, prebuilt_dir=self.folder / trt_build.PLANS_DIR)
         self._runtime = trt.Runtime(logger)
         if self.build_spec.version_compatible:
             # A version-compatible plan carries its own lean runtime as host code, which a

@@ -20,7 +20,6 @@ from typing import Callable, Sequence
 
 BUILD_SPEC = "tensorrt/build.json"
 PLANS_DIR = "tensorrt/plans"  # prebuilt plans shipped inside an artifact (compile --build)
-PRECISIONS = ("fp16", "fp32", "bf16")
 # Compute capability each precision needs (T4 = 7.5 has no bf16); TensorRT >= 10.5 needs 7.5.
 MIN_COMPUTE_CAPABILITY = {"fp16": (7, 5), "fp32": (7, 5), "bf16": (8, 0)}
 DEFAULT_MAX_TOKENS = 16384
@@ -102,8 +101,10 @@ class BuildSpec:
     version_compatible: bool = False
 
     def __post_init__(self) -> None:
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"TensorRT precision must be one of {PRECISIONS}, got {self.precision!r}")
+        from engines.tensorrt import TensorRTEngine  # which imports this module
+
+        if self.precision not in TensorRTEngine.precisions:
+            raise ValueError(f"TensorRT precision must be one of {TensorRTEngine.precisions}, got {self.precision!r}")
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

@@ -6,9 +6,10 @@ import dataclasses
 import datetime as dt
 import re
 
+from engines import registry
 from jobs import console
+from udfs.device import device_forms
 
-BACKENDS = ("auto", "onnx", "torch", "tensorrt", "neuronx", "neuron")
 FORMATS = ("parquet", "jsonl", "csv")
 
 
@@ -20,7 +21,7 @@ class JobConfig:
     run_date: str
     input_format: str
     backend: str
-    batch_tokens: int | None  # None: the backend's default (jobs.runner.DEFAULT_BATCH_TOKENS)
+    batch_tokens: int | None  # None: the backend's default (its engine's default_batch_tokens)
     max_seq_len: int | None
     max_invalid_fraction: float
     num_partitions: int | None
@@ -98,6 +99,19 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def backend_choices() -> tuple[str, ...]:
+    """`--backend`: every registered engine (engines/registry.py), or auto."""
+    return ("auto", *registry.backends())
+
+
+def batch_tokens_defaults() -> str:
+    """'512 for onnx, torch; 8192 for tensorrt, ...': each engine's default_batch_tokens, for --help."""
+    by_tokens: dict[int, list[str]] = {}
+    for backend in registry.backends():
+        by_tokens.setdefault(registry.engine_class(backend).default_batch_tokens, []).append(backend)
+    return "; ".join(f"{tokens} for {', '.join(names)}" for tokens, names in by_tokens.items())
+
+
 def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description=description)
     req = p.add_argument_group("Required arguments")
@@ -108,16 +122,17 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     opt.add_argument("--run-date", type=_date, default=dt.datetime.now(dt.timezone.utc).date().isoformat(),
                      help="partition to (re)write, YYYY-MM-DD; default: today (UTC)")
     opt.add_argument("--input-format", choices=FORMATS, default=None, help="default: from the input path's suffix, else parquet")
-    opt.add_argument("--backend", choices=BACKENDS, default="auto", help="default: auto (what the artifact and hardware allow)")
+    opt.add_argument("--backend", choices=backend_choices(), default="auto",
+                     help="default: auto (what the artifact and hardware allow)")
     opt.add_argument("--batch-tokens", type=positive_int, default=None,
-                     help="padded tokens per device batch; default: 512 on the CPU (onnx, torch), 8192 on accelerators")
+                     help=f"padded tokens per device batch; default: {batch_tokens_defaults()}")
     opt.add_argument("--max-seq-len", type=positive_int, default=None, help="truncate inputs to this many tokens; default: the artifact's")
     opt.add_argument("--max-invalid-fraction", type=_fraction, default=0.01,
                      help="exit 1 (after writing everything) if more rows than this are invalid or failed; default: 0.01")
     opt.add_argument("--num-partitions", type=positive_int, default=None, help="repartition the input first; default: keep the input's")
     opt.add_argument("--arrow-batch-rows", type=positive_int, default=4096,
                      help="rows per Arrow batch handed to a worker (length sorting happens within it); default: 4096")
-    opt.add_argument("--device", default=None, help="cpu, cuda:N or neuron:N when Spark assigns no resource; default: cpu")
+    opt.add_argument("--device", default=None, help=f"{device_forms()} when Spark assigns no resource; default: cpu")
     opt.add_argument("--master", default=None, help="Spark master when not launched by spark-submit; default: local[*]")
     opt.add_argument("--progress-seconds", type=float, default=30.0,
                      help="seconds between progress lines when stderr is not a terminal (a terminal gets a "

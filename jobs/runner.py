@@ -14,7 +14,7 @@ from typing import Mapping
 from engines import hardware
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
-from engines.registry import resolve_backend
+from engines.registry import engine_class, resolve_backend
 from engines.store import open_manifest
 from jobs import console, io, report, summary_text, timeline
 from jobs.cli import JobConfig
@@ -24,14 +24,6 @@ from udfs.device import bind_device
 from udfs.runtime import ScorerSpec
 from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
 from udfs.validate import REASON_CODES
-
-
-# Padded tokens per device batch when --batch-tokens is not given. On the CPU small batches win:
-# tighter length buckets and activations that stay in cache. `make bench` measured MiniLM's bare
-# engine on the job's texts at 50.0 rows/s with 512 tokens, 50.1 with 1024 and 37.8 with 8192
-# (padding efficiency 0.988, 0.973, 0.844). Accelerators want large batches to fill the device.
-DEFAULT_BATCH_TOKENS = {"onnx": 512, "torch": 512}
-ACCELERATOR_BATCH_TOKENS = 8192
 
 
 def open_model(cfg: JobConfig, workload) -> Manifest:
@@ -59,7 +51,7 @@ def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> S
     except ValueError as e:
         raise io.InputError(str(e)) from None
     max_seq_len = min(cfg.max_seq_len or manifest.max_seq_len, manifest.max_seq_len)
-    batch_tokens = cfg.batch_tokens or DEFAULT_BATCH_TOKENS.get(backend, ACCELERATOR_BATCH_TOKENS)
+    batch_tokens = cfg.batch_tokens or engine_class(backend).default_batch_tokens
     return ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=batch_tokens,
                       max_seq_len=max_seq_len, device=cfg.device, overlap=cfg.overlap)
 

@@ -234,7 +234,7 @@ def test_fp16_and_bf16_graphs_keep_fp32_io_and_norms(trt_artifact, tmp_path):
     import onnx
     from onnx import TensorProto
 
-    from engines.accel_compile import convert_precision
+    from engines.onnx_precision import convert_precision
 
     convert_precision(trt_artifact / "model.onnx", tmp_path / "bf16.onnx", "bf16")
     for path, half in ((trt_artifact / "tensorrt/model.fp16.onnx", TensorProto.FLOAT16),
@@ -254,7 +254,7 @@ def test_bf16_weights_round_to_nearest(tmp_path, trt_artifact):
     import onnx
     from onnx import numpy_helper
 
-    from engines.accel_compile import convert_precision
+    from engines.onnx_precision import convert_precision
 
     convert_precision(trt_artifact / "model.onnx", tmp_path / "bf16.onnx", "bf16")
     fp32 = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(trt_artifact / "model.onnx")).graph.initializer}
@@ -267,6 +267,19 @@ def test_bf16_weights_round_to_nearest(tmp_path, trt_artifact):
         assert np.isfinite(values).all() and np.allclose(values, ref, rtol=2 ** -8, atol=1e-38), t.name
 
 
+def test_bf16_rounds_to_nearest_even_clamps_and_keeps_scalars_scalar():
+    from engines.onnx_precision import BF16_MAX, bf16_tensor
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.normal(size=4000).astype(np.float32) * np.float32(10.0) ** rng.integers(-40, 38, 4000),
+                             np.array([np.finfo(np.float32).max, -np.finfo(np.float32).max, 0.0, 1e-45,
+                                       1 + 2 ** -8, 1 + 3 * 2 ** -8], np.float32)]).astype(np.float32)
+    bits = np.clip(values, -BF16_MAX, BF16_MAX).view(np.uint32)
+    nearest_even = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # ties (1 + 2**-8) go to even
+    assert np.frombuffer(bf16_tensor("w", values).raw_data, dtype=np.uint16).tolist() == nearest_even.tolist()
+    assert list(bf16_tensor("s", np.array(0.5, np.float32)).dims) == []  # a scalar stays rank 0
+
+
 def test_bf16_graph_wiring_matches_when_widened_back_to_fp32(tmp_path, trt_artifact):
     """ONNX Runtime has no CPU bf16 kernels; widening every bf16 tensor back to fp32 runs the
     converted graph's wiring (casts, blocked norms) with bf16-rounded weights."""
@@ -275,7 +288,7 @@ def test_bf16_graph_wiring_matches_when_widened_back_to_fp32(tmp_path, trt_artif
     from onnx import TensorProto, numpy_helper
 
     from engines import parity
-    from engines.accel_compile import convert_precision
+    from engines.onnx_precision import convert_precision
 
     convert_precision(trt_artifact / "model.onnx", tmp_path / "bf16.onnx", "bf16")
     model = onnx.load(str(tmp_path / "bf16.onnx"))
@@ -616,3 +629,20 @@ def test_two_batches_are_in_flight_on_the_engine_itself(trt_artifact, emulated_g
     for feed, handle in zip(feeds, (first, second, third)):
         np.testing.assert_allclose(handle.result(), cpu.infer(feed), atol=1e-3)
     engine.close()
+
+
+def test_compile_build_keeps_its_plans_apart_without_touching_the_environment(trt_artifact, emulated_gpu, tmp_path):
+    """`compile --build` hands the engine its own plan cache, so the shipped plans are exactly
+    this build's, and it leaves ACCEL_SCORING_CACHE as it found it (the emulated GPU set it)."""
+    import shutil
+
+    from engines import accel_compile
+
+    work = tmp_path / "work"
+    shutil.copytree(trt_artifact, work)
+    before = dict(os.environ)
+    record, added = accel_compile._build_here(work, open_artifact(work), {"onnx_fp32": {"passed": True}})
+    assert dict(os.environ) == before
+    assert added and all(rel.startswith(trt_build.PLANS_DIR + "/") and (work / rel).is_file() for rel in added)
+    assert not list((tmp_path / "cache").rglob("*.plan"))  # the node's cache got nothing
+    assert record["tensorrt_gpu"]["passed"] is True

@@ -9,11 +9,8 @@ instance groups (memory: one plan's weights, activations and CUDA context per wo
 """
 from __future__ import annotations
 
+from engines import registry
 from engines.base import Device
-
-# Spark resource name -> engine device kind, per backend that needs an accelerator.
-ACCELERATOR_RESOURCE = {"tensorrt": ("gpu", "cuda"), "neuronx": ("neuroncore", "neuron"),
-                        "neuron": ("neuroncore", "neuron")}
 
 
 def task_resources() -> dict[str, list[str]]:
@@ -35,26 +32,34 @@ def task_cpus(default: int = 1) -> int:
         return default
 
 
+def device_forms() -> str:
+    """'cpu, cuda:N or neuron:N': what `--device` accepts, from the kinds the engines run on."""
+    *rest, last = [k if k == "cpu" else f"{k}:N" for k in registry.device_kinds()]
+    return f"{', '.join(rest)} or {last}" if rest else last
+
+
 def parse_device(text: str) -> Device:
     """'cpu', 'cuda:1', 'neuron:3' -> Device."""
     kind, _, address = text.partition(":")
-    if kind not in ("cpu", "cuda", "neuron"):
-        raise ValueError(f"--device must be cpu, cuda:N or neuron:N, got {text!r}")
+    if kind not in registry.device_kinds():
+        raise ValueError(f"--device must be {device_forms()}, got {text!r}")
     return Device(kind, address or None) if kind != "cpu" else Device()
 
 
 def bind_device(backend: str, explicit: str | None, resources: dict[str, list[str]]) -> Device:
-    if backend in ACCELERATOR_RESOURCE:
-        resource, kind = ACCELERATOR_RESOURCE[backend]
-        addresses = resources.get(resource) or []
+    """The task's device for `backend`: its Spark resource address, else `explicit`, else the default.
+
+    A backend on the CPU takes `explicit` as given; an accelerated one refuses a device of
+    another kind and, with neither, runs on its runtime's default device.
+    """
+    engine = registry.engine_class(backend)
+    if engine.spark_resource:
+        addresses = resources.get(engine.spark_resource) or []
         if addresses:
-            return Device(kind, addresses[0])
+            return Device(engine.device_kind, addresses[0])
     if explicit:
         device = parse_device(explicit)
-        if backend in ACCELERATOR_RESOURCE and device.kind != ACCELERATOR_RESOURCE[backend][1]:
-            want = ACCELERATOR_RESOURCE[backend][1]
-            raise ValueError(f"--device {explicit} does not fit backend {backend}, which runs on {want}:N")
+        if engine.spark_resource and device.kind != engine.device_kind:
+            raise ValueError(f"--device {explicit} does not fit backend {backend}, which runs on {engine.device_kind}:N")
         return device
-    if backend in ACCELERATOR_RESOURCE:
-        return Device(ACCELERATOR_RESOURCE[backend][1])  # the runtime's default device
-    return Device()
+    return Device(engine.device_kind)
