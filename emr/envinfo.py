@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import email.parser
-import hashlib
 import json
 import posixpath
 import re
@@ -29,6 +28,7 @@ from typing import Any, Iterable
 from emr import layout as L
 from emr.errors import EmrError
 from emr.s3 import SHA256_METADATA, head, read_bytes
+from engines.artifact import sha256_file
 
 # The import names each backend's engine loads in the executors' Python (engines/*.py).
 BACKEND_MODULES = {
@@ -95,14 +95,6 @@ def manifest_path(archive: Path) -> Path:
     return archive.with_name(L.ENV_MANIFEST)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _spark_requirement(metadata: bytes) -> str | None:
     message = email.parser.BytesParser().parsebytes(metadata, headersonly=True)
     for line in message.get_all("Requires-Dist") or []:
@@ -147,7 +139,7 @@ def describe(archive: Path) -> EnvInfo:
                if not t.endswith((".dist-info", ".egg-info", ".pth", ".data")) and t != "__pycache__"}
     return EnvInfo(python=python, interpreter=_link_target(links, "bin/python"),
                    modules=tuple(sorted(modules)), distributions=dict(sorted(dists.items())),
-                   spark_requirement=spark, archive_sha256=_sha256(archive),
+                   spark_requirement=spark, archive_sha256=sha256_file(archive),
                    archive_size=archive.stat().st_size)
 
 
@@ -167,7 +159,7 @@ def load(archive: Path) -> EnvInfo:
         info = EnvInfo.from_dict(json.loads(manifest_path(archive).read_text()))
     except (OSError, ValueError, KeyError, TypeError):
         return describe(archive)
-    if info.archive_size == archive.stat().st_size and info.archive_sha256 == _sha256(archive):
+    if info.archive_size == archive.stat().st_size and info.archive_sha256 == sha256_file(archive):
         return info
     return describe(archive)
 

@@ -91,21 +91,9 @@ def test_compile_inf1_uses_fp32_cast_and_dynamic_batch_size(inf1):
     assert m.target["runtime"] == "torch-neuron" and m.target["instance"] == "inf1"
 
 
-def test_compile_without_the_neuron_sdk_is_a_clear_error(tiny_models, tmp_path, capsys):
-    from engines import compile as compile_cli
-
-    mp = without_neuron_sdk()
-    try:
-        rc = compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",
-                               "--backend", "neuronx", "--out", str(tmp_path / "x")])
-    finally:
-        mp.undo()
-    assert rc == 2 and not (tmp_path / "x").exists()
-    assert "compile --backend neuronx needs torch-neuronx" in capsys.readouterr().err
-
-
-def test_inf1_compile_without_its_environment_says_which_one(tiny_models, tmp_path, capsys):
-    """torch-neuron cannot install next to torch >= 2.3 or on Python 3.11: the error says where it can."""
+@pytest.mark.parametrize("backend, needs", [("neuronx", "torch-neuronx"), ("neuron", "torch-neuron")])
+def test_compile_without_the_neuron_sdk_is_a_clear_error(tiny_models, tmp_path, capsys, backend, needs):
+    """Inf1's torch-neuron cannot install next to torch >= 2.3 or on Python 3.11: its error says where it can."""
     import torch
 
     from engines import compile as compile_cli
@@ -113,13 +101,15 @@ def test_inf1_compile_without_its_environment_says_which_one(tiny_models, tmp_pa
     mp = without_neuron_sdk()
     try:
         rc = compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",
-                               "--backend", "neuron", "--out", str(tmp_path / "x")])
+                               "--backend", backend, "--out", str(tmp_path / "x")])
     finally:
         mp.undo()
     err = capsys.readouterr().err
-    assert rc == 2 and "compile --backend neuron needs torch-neuron" in err
-    assert "own Python 3.10 environment with torch 1.13.1" in err and "'.[inf1]', not '.[compile]'" in err
-    assert f"this is Python {sys.version_info[0]}.{sys.version_info[1]} with torch {torch.__version__}" in err
+    assert rc == 2 and not (tmp_path / "x").exists()
+    assert f"compile --backend {backend} needs {needs}" in err
+    if backend == "neuron":
+        assert "own Python 3.10 environment with torch 1.13.1" in err and "'.[inf1]', not '.[compile]'" in err
+        assert f"this is Python {sys.version_info[0]}.{sys.version_info[1]} with torch {torch.__version__}" in err
 
 
 def test_inf1_extra_resolves_on_its_own_python_and_torch():
