@@ -4,7 +4,7 @@ A fenced block right after the line `<!-- clean-shell -->` in README.md, docs/*.
 emr/README.md is a list of commands a user runs on their own machine. Each runs here from the
 repository root with only HOME and a plain PATH, on small inputs: the documented placeholders
 (`/path/to/hf-folder`, `pairs.parquet`, …) stand for tiny models and data made by the test, and
-whatever the commands write under `artifacts/` or `out/` lands in a temporary folder instead.
+whatever the commands write under `artifacts/`, `data/` or `out/` lands in a temporary folder instead.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "README.md", REPO / "emr" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 MARKER = "<!-- clean-shell -->"
 CLEAN_ENV = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/local/bin:/usr/bin:/bin"}
-WRITES_UNDER = ("artifacts/", "out/")
+WRITES_UNDER = ("artifacts/", "data/", "out/")
 
 pytestmark = pytest.mark.slow
 
