@@ -71,13 +71,13 @@ def test_a_clean_shell_gets_the_summary_alone_on_stdout_and_a_quiet_stderr(launc
                                                                           pairs_parquet, tmp_path):
     """As the README shows it: the venv's own launcher, nothing activated or exported."""
     venv_bin = Path(sys.executable).parent
-    # One Arrow batch per partition, on a device that takes 20 ms a batch: rows must count as
+    # One Arrow batch per partition, on a device that takes 100 ms a batch: rows must count as
     # their device batches finish, not only when the partition's one Arrow batch ends.
     cmd = [str(venv_bin / launcher), "jobs/duplicates.py", "--input", str(pairs_parquet),
            "--output", str(tmp_path / "out"), "--model", str(compile_artifact("embedding")),
            "--run-date", "2026-01-02", "--num-partitions", "2", "--arrow-batch-rows", "5000",
            "--batch-tokens", "256", "--progress-seconds", "0.2"]
-    env = dict(CLEAN_ENV, ACCEL_SCORING_FAULT="slow_ms:20")
+    env = dict(CLEAN_ENV, ACCEL_SCORING_FAULT="slow_ms:100")
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     stdout_lines = proc.stdout.strip().splitlines()
