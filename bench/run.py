@@ -46,7 +46,7 @@ FULL = Sizes(pairs=1200, peer_pairs=360, queries=4000, engine_texts=240, gemm_se
 QUICK = Sizes(pairs=96, peer_pairs=48, queries=300, engine_texts=96, gemm_seconds=0.5)
 OVERLAP_ARROW_ROWS = 64  # the --overlap A/B needs several Arrow batches per partition
 
-TARGETS = {  # design §6, on a 2-core CPU
+TARGETS = {  # docs/performance.md, on a 2-core CPU
     "job_vs_bare_engine": 0.90,
     "fp32_vs_predict_batch_udf": 3.0,
     "useful_flops_vs_peak": 0.65,
@@ -396,7 +396,7 @@ def gate_verdict(reason: str | None) -> str:
 
 
 def judge(results: dict, int8_refused: str | None) -> list[dict]:
-    """Each design §6 target against what this run measured."""
+    """Each target of docs/performance.md against what this run measured."""
     f32 = next(j for j in results["jobs"] if j["job"] == "duplicates")
     runs = results["peers"]["runs"]
     pbu = next((p for p in runs if p["peer"].startswith("predict_batch_udf")), {})

@@ -1,4 +1,4 @@
-"""The flags every job shares (design §4), parsed into one frozen config."""
+"""The flags every job shares (README.md, "The jobs"), parsed into one frozen config."""
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,4 @@
-"""The duplicates job's contract (design §4) on local Spark with tiny random BERTs."""
+"""The duplicates job's contract (README.md, "The jobs") on local Spark with tiny random BERTs."""
 import json
 
 import numpy as np

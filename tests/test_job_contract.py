@@ -1,4 +1,4 @@
-"""Exit codes, bad input and re-runs of the jobs (design §4), on local Spark."""
+"""Exit codes, bad input and re-runs of the jobs (README.md, "The jobs"), on local Spark."""
 import pandas as pd
 import pytest
 
