@@ -11,10 +11,9 @@ import re
 import time
 from typing import Mapping
 
-from engines import hardware
+from engines import hardware, registry
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
-from engines.registry import engine_class, resolve_backend
 from engines.store import open_manifest
 from jobs import console, io, report, summary_text, timeline
 from jobs.cli import JobConfig
@@ -43,7 +42,7 @@ def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> S
     """Once the SparkSession exists: the backend its executors can run, checked before any task
     starts (InputError on failure). `spark_conf` is the application's configuration."""
     try:
-        backend = resolve_backend(cfg.backend, manifest, hardware.executors(spark_conf))
+        backend = registry.resolve_backend(cfg.backend, manifest, hardware.executors(spark_conf))
     except ArtifactError as e:
         raise _model_error(cfg, e) from None
     try:
@@ -51,7 +50,7 @@ def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> S
     except ValueError as e:
         raise io.InputError(str(e)) from None
     max_seq_len = min(cfg.max_seq_len or manifest.max_seq_len, manifest.max_seq_len)
-    batch_tokens = cfg.batch_tokens or engine_class(backend).default_batch_tokens
+    batch_tokens = cfg.batch_tokens or registry.engine_class(backend).default_batch_tokens
     return ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=batch_tokens,
                       max_seq_len=max_seq_len, device=cfg.device, overlap=cfg.overlap)
 
@@ -97,8 +96,9 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     if cfg.verbose:
         spark.sparkContext.setLogLevel("INFO")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
+    spark_conf = dict(spark.sparkContext.getConf().getAll())
     try:
-        spec = plan(cfg, manifest, dict(spark.sparkContext.getConf().getAll()))
+        spec = plan(cfg, manifest, spark_conf)
     except io.InputError as e:
         return _fail(2, str(e))
     try:
@@ -115,7 +115,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         df = df.repartition(cfg.num_partitions)
     partitions = cfg.num_partitions or raw.rdd.getNumPartitions()  # raw: a file scan, no job runs
     console.say(f"scoring {rows_in:,} rows from {cfg.input} ({partitions} partitions) with "
-                f"{manifest.model_id} on backend {spec.backend}, {_device_plan(spark, spec)} "
+                f"{manifest.model_id} on backend {spec.backend}, {_device_plan(spark_conf, spec)} "
                 f"-> {cfg.output}/run_date={cfg.run_date}"
                 + (f"; fields_absent: {', '.join(fields_absent)}" if fields_absent else ""))
     observation = Observation("accel_scoring")
@@ -150,11 +150,10 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     return 0
 
 
-def _device_plan(spark, spec) -> str:
+def _device_plan(spark_conf: Mapping[str, str], spec) -> str:
     """What the start line can say about devices before any task runs."""
-    conf = spark.sparkContext.getConf()
-    for resource in ("gpu", "neuroncore"):
-        amount = conf.get(f"spark.executor.resource.{resource}.amount", None)
+    for resource in registry.spark_resources().values():
+        amount = spark_conf.get(f"spark.executor.resource.{resource}.amount")
         if amount:
             return f"{amount} {resource} per executor (Spark assigns each task its address)"
     return f"device {spec.device or 'cpu'}"
