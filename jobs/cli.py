@@ -30,6 +30,8 @@ class JobConfig:
     master: str | None
     progress_seconds: float
     overlap: bool = False
+    cache: str | None = None  # result cache root (jobs/result_cache.py); None: no cache
+    dedup: str | None = None  # "run" | "batch"; None: run for bi-encoders and with --cache, else batch
     verbose: bool = False
     instance_type: str | None = None  # None: what EC2 instance metadata says, else no cost
     usd_per_hour: float | None = None  # None: jobs/prices.py's price for the instance type
@@ -140,6 +142,13 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     opt.add_argument("--verbose", action="store_true", help="Spark's INFO log lines on stderr; default: WARN and above")
     opt.add_argument("--overlap", action="store_true",
                      help="tokenize the next Arrow batch in a thread while the engine runs this one; default: off")
+    inc = p.add_argument_group("Incremental runs (README.md, \"Incremental runs\")")
+    inc.add_argument("--cache", metavar="PATH", default=None,
+                     help="result cache, a folder or s3:// (one folder per artifact): score only rows whose "
+                          "texts it lacks, then add their results; default: off")
+    inc.add_argument("--dedup", choices=("run", "batch"), default=None,
+                     help="score identical texts once per run (a Spark distinct and a join back) or once per "
+                          "Arrow batch (no shuffle); default: run for bi-encoder artifacts and with --cache, else batch")
     cost = p.add_argument_group("Cost (the summary's `cost` and the run report)")
     cost.add_argument("--instance-type", metavar="NAME", default=None,
                       help="EC2 instance type of the executors, priced from jobs/prices.py; "
@@ -159,5 +168,6 @@ def config_from(args: argparse.Namespace, extra: dict) -> JobConfig:
         max_invalid_fraction=args.max_invalid_fraction, num_partitions=args.num_partitions,
         arrow_batch_rows=args.arrow_batch_rows, device=args.device, master=args.master,
         progress_seconds=args.progress_seconds, overlap=args.overlap, verbose=args.verbose,
+        cache=args.cache.rstrip("/") if args.cache else None, dedup=args.dedup,
         instance_type=args.instance_type, usd_per_hour=args.usd_per_hour, instances=args.instances, extra=extra,
     )

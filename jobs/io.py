@@ -96,7 +96,7 @@ def prepare(df: DataFrame, required: list[str], text_columns: list[str], id_colu
     return df.join(F.broadcast(counts), on=id_column, how="left")
 
 
-def check_output(spark: SparkSession, output: str) -> None:
+def check_output(spark: SparkSession, output: str, flag: str = "--output") -> None:
     """Refuse an --output that Spark could not write, before any task runs: a scheme with no
     Hadoop FileSystem, a file (or a path under one), or a place this user cannot create files in.
 
@@ -108,11 +108,11 @@ def check_output(spark: SparkSession, output: str) -> None:
     try:
         path = jvm.org.apache.hadoop.fs.Path(output)
     except Exception as e:  # noqa: BLE001 - an empty or malformed URI
-        raise InputError(f"--output {output!r} is not a path: {first_line(e)}") from None
+        raise InputError(f"{flag} {output!r} is not a path: {first_line(e)}") from None
     try:
         fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     except Exception as e:  # noqa: BLE001 - no FileSystem registered, or its class not installed
-        raise InputError(f"--output {output}: unsupported scheme {path.toUri().getScheme()!r} ({_java_message(e)})") from None
+        raise InputError(f"{flag} {output}: unsupported scheme {path.toUri().getScheme()!r} ({_java_message(e)})") from None
     path = fs.makeQualified(path)
     absent = []  # path and the parents that do not exist yet, deepest first
     node = path
@@ -120,13 +120,13 @@ def check_output(spark: SparkSession, output: str) -> None:
         absent.append(node)
         node = node.getParent()
     if node is not None and fs.getFileStatus(node).isFile():
-        raise InputError(f"--output {output} is a file, not a folder" if not absent
-                         else f"--output {output} is under {node.toString()}, a file, not a folder")
+        raise InputError(f"{flag} {output} is a file, not a folder" if not absent
+                         else f"{flag} {output} is under {node.toString()}, a file, not a folder")
     probe = jvm.org.apache.hadoop.fs.Path(path, f".accel-scoring-write-check-{uuid.uuid4().hex}")
     try:
         fs.create(probe, False).close()
     except Exception as e:  # noqa: BLE001 - permission denied, read-only, bucket policy
-        raise InputError(f"--output {output} is not writable: {_java_message(e)}") from None
+        raise InputError(f"{flag} {output} is not writable: {_java_message(e)}") from None
     finally:
         for made in [probe] + absent:
             fs.delete(made, False)
@@ -144,18 +144,6 @@ def write_scores(df: DataFrame, output: str) -> None:
     """Dynamic partition overwrite: a re-run replaces its own run_date and nothing else."""
     (df.write.mode("overwrite").option("partitionOverwriteMode", "dynamic")
      .partitionBy("run_date").parquet(output))
-
-
-def write_text(spark: SparkSession, path: str, text: str) -> None:
-    """Write one small file through Hadoop's FileSystem, so s3:// works as on local disk."""
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    stream = fs.create(hpath, True)
-    try:
-        stream.write(bytearray(text.encode("utf-8")))
-    finally:
-        stream.close()
 
 
 def summary_path(output: str, run_date: str) -> str:

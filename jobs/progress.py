@@ -56,8 +56,10 @@ class RowCounts:
 class Progress:
     """Receives the workers' counts and shows them until stopped; use as a context manager."""
 
-    def __init__(self, spark, rows_total: int, every_seconds: float, out):
+    def __init__(self, spark, rows_total: int, every_seconds: float, out, unit: str = "rows"):
+        """`unit`: what is counted; a run that scores distinct texts once counts those, not rows."""
         self.rows_total = rows_total
+        self.unit = unit
         self._every = every_seconds
         self._out = out
         token = secrets.token_hex(8)
@@ -80,7 +82,7 @@ class Progress:
         if self._out.isatty():
             from tqdm import tqdm
 
-            self._bar = tqdm(total=self.rows_total, unit="rows", file=self._out, dynamic_ncols=True,
+            self._bar = tqdm(total=self.rows_total, unit=self.unit, file=self._out, dynamic_ncols=True,
                              mininterval=BAR_REFRESH_SECONDS, desc="scoring")
         for thread in self._threads:
             thread.start()
@@ -99,8 +101,8 @@ class Progress:
         elapsed = time.monotonic() - self._t0
         rate = rows / elapsed if elapsed > 0 else 0.0
         eta = f"{(self.rows_total - rows) / rate:.0f}s" if rate > 0 else "unknown"
-        return (f"progress: {rows}/{self.rows_total} rows ({rows / max(self.rows_total, 1):.0%}), "
-                f"{rate:.0f} rows/s, elapsed {elapsed:.0f}s, eta {eta}")
+        return (f"progress: {rows}/{self.rows_total} {self.unit} ({rows / max(self.rows_total, 1):.0%}), "
+                f"{rate:.0f} {self.unit}/s, elapsed {elapsed:.0f}s, eta {eta}")
 
     def finish(self, rows_done: int) -> None:
         """The last word, with Spark's exact count (lost datagrams cannot make it wrong)."""

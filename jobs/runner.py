@@ -5,6 +5,7 @@ more invalid/failed rows than --max-invalid-fraction (everything is still writte
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -15,7 +16,7 @@ from engines import hardware, registry
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
 from engines.store import open_manifest
-from jobs import console, io, report, summary_text, timeline
+from jobs import console, hfs, io, report, summary_text, timeline
 from jobs.cli import JobConfig
 from jobs.cost import run_cost
 from jobs.progress import Progress
@@ -59,7 +60,8 @@ def _model_error(cfg: JobConfig, e: ArtifactError) -> io.InputError:
     return io.InputError(f"--model {cfg.model}: {e}")
 
 
-def _observed_metrics(F, workload):
+def _row_metrics(F):
+    """What the summary counts over output rows."""
     ok = F.col("status") == "ok"
     reason = F.split(F.col("error"), ":").getItem(0)
     exprs = [
@@ -68,6 +70,14 @@ def _observed_metrics(F, workload):
         F.sum((F.col("status") == "invalid_input").cast("long")).alias("invalid"),
         F.sum((F.col("status") == "error").cast("long")).alias("error"),
         F.sum(F.col("truncated").cast("long")).alias("truncated"),
+    ]
+    return exprs + [F.sum((reason == code).cast("long")).alias(f"invalid_{code}") for code in REASON_CODES]
+
+
+def _engine_metrics(F):
+    """What the summary adds up over the scorer's metric columns (udfs/scorer.py)."""
+    return [
+        F.count(F.lit(1)).alias("units_scored"),
         F.sum("_m_real_tokens").alias("real_tokens"),
         F.sum("_m_padded_tokens").alias("padded_tokens"),
         F.sum("_m_engine_loads").alias("engine_loads"),
@@ -78,18 +88,23 @@ def _observed_metrics(F, workload):
         F.concat_ws("\n", F.collect_set("_m_worker")).alias("tasks"),  # Observation returns scalars only
         F.concat_ws("\n", F.collect_list("_m_batch")).alias("batches"),  # one per Arrow batch (jobs/timeline.py)
     ]
-    exprs += [F.sum((reason == code).cast("long")).alias(f"invalid_{code}") for code in REASON_CODES]
-    return exprs
+
+
+def dedup_level(cfg: JobConfig, manifest: Manifest) -> str:
+    """Where identical texts are scored once: the run (a Spark distinct) or each Arrow batch."""
+    if cfg.cache and cfg.dedup == "batch":
+        raise io.InputError("--cache scores each distinct text once per run; it cannot be combined with --dedup batch")
+    if cfg.dedup:
+        return cfg.dedup
+    return "run" if cfg.cache or manifest.task == "embedding" else "batch"
 
 
 def run(cfg: JobConfig, workload, app_name: str) -> int:
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
     t_start = time.time()
     out_stream = console.attach()
     try:
         manifest = open_model(cfg, workload)
+        level = dedup_level(cfg, manifest)
     except io.InputError as e:
         return _fail(2, str(e))
     spark = io.spark_session(app_name, cfg.master)
@@ -103,6 +118,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         return _fail(2, str(e))
     try:
         io.check_output(spark, cfg.output)
+        if cfg.cache:
+            io.check_output(spark, cfg.cache, flag="--cache")
         raw = io.read_input(spark, cfg.input, cfg.input_format)
         fields_absent = io.absent_fields(raw, workload)
         df = io.prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
@@ -114,29 +131,24 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     if cfg.num_partitions:
         df = df.repartition(cfg.num_partitions)
     partitions = cfg.num_partitions or raw.rdd.getNumPartitions()  # raw: a file scan, no job runs
-    console.say(f"scoring {rows_in:,} rows from {cfg.input} ({partitions} partitions) with "
-                f"{manifest.model_id} on backend {spec.backend}, {_device_plan(spark_conf, spec)} "
-                f"-> {cfg.output}/run_date={cfg.run_date}"
-                + (f"; fields_absent: {', '.join(fields_absent)}" if fields_absent else ""))
-    observation = Observation("accel_scoring")
+    start = (f"scoring {rows_in:,} rows from {cfg.input} ({partitions} partitions) with "
+             f"{manifest.model_id} on backend {spec.backend}, {_device_plan(spark_conf, spec)} "
+             f"-> {cfg.output}/run_date={cfg.run_date}"
+             + (f"; fields_absent: {', '.join(fields_absent)}" if fields_absent else ""))
     t_score = time.time()
-    with Progress(spark, rows_in, cfg.progress_seconds, out_stream) as progress:
-        spec = dataclasses.replace(spec, progress=progress.address)
-        scored = df.mapInPandas(Scorer(spec, workload), output_ddl(workload))
-        scored = scored.observe(observation, *_observed_metrics(F, workload))
-        out = scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date))
-        try:
-            io.write_scores(out, cfg.output)
-        except Exception as e:  # noqa: BLE001 - a failed write is a failed run; say why, exit 1
-            return _fail(1, f"scoring failed: {_root_cause(e)}")
-        scoring_seconds = time.time() - t_score
-        m = observation.get
-        progress.finish(int(m.get("rows_out") or 0))
-    summary = _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent,
-                       progress.samples)
-    io.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
+    try:
+        if level == "batch":
+            m, samples, extra = _score_per_batch(spark, cfg, spec, workload, df, rows_in, start, out_stream)
+        else:
+            m, samples, extra = _score_distinct(spark, cfg, spec, workload, manifest, df, partitions, start, out_stream)
+    except _WriteFailed as e:
+        return _fail(1, f"scoring failed: {e}")
+    scoring_seconds = time.time() - t_score
+    summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent, samples),
+               **extra}
+    hfs.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
     try:  # the picture is secondary: the rows and summary.json are written, so the run stands
-        io.write_text(spark, io.report_path(cfg.output, cfg.run_date), report.render(summary))
+        hfs.write_text(spark, io.report_path(cfg.output, cfg.run_date), report.render(summary))
     except Exception as e:  # noqa: BLE001
         console.say(f"warning: {io.report_path(cfg.output, cfg.run_date)} not written: {type(e).__name__}: {e}")
     console.say(summary_text.render(summary))
@@ -148,6 +160,85 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
                         f"({summary['bad_fraction']:.2%} > --max-invalid-fraction {cfg.max_invalid_fraction:.2%}); "
                         f"all rows were written")
     return 0
+
+
+class _WriteFailed(Exception):
+    """Scoring or writing the output failed; the message is the root cause."""
+
+
+def _write(out, cfg: JobConfig) -> None:
+    try:
+        io.write_scores(out, cfg.output)
+    except Exception as e:  # noqa: BLE001 - a failed write is a failed run; say why, exit 1
+        raise _WriteFailed(_root_cause(e)) from None
+
+
+def _score_per_batch(spark, cfg, spec, workload, df, rows_in, start, out_stream):
+    """Every row through the scorer; identical texts scored once per Arrow batch."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    console.say(start)
+    observation = Observation("accel_scoring")
+    with Progress(spark, rows_in, cfg.progress_seconds, out_stream) as progress:
+        spec = dataclasses.replace(spec, progress=progress.address)
+        scored = df.mapInPandas(Scorer(spec, workload), output_ddl(workload))
+        scored = scored.observe(observation, *_row_metrics(F), *_engine_metrics(F))
+        _write(scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg)
+        m = observation.get
+        progress.finish(int(m.get("rows_out") or 0))
+    return m, progress.samples, {"dedup": {"level": "batch"}}
+
+
+def _score_distinct(spark, cfg, spec, workload, manifest, df, partitions, start, out_stream):
+    """Distinct units scored once (jobs/distinct_plan.py); with --cache, only those it lacks,
+    then added to it once the output is committed."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from jobs.distinct_plan import PROGRESS_UNIT, DistinctPlan, drop_metrics
+    from jobs.result_cache import ResultCache, new_run_id
+    from udfs.units import UnitScoring
+
+    run_id = new_run_id(cfg.run_date)
+    cache = ResultCache(spark, cfg.cache, manifest.digest, manifest.task) if cfg.cache else None
+    with cache.lease(run_id, cfg.run_date) if cache else contextlib.nullcontext():
+        plan = DistinctPlan(df, workload, manifest, spec.max_seq_len, partitions, cache)
+        try:
+            counts = plan.count()
+            unit = PROGRESS_UNIT[manifest.task]
+            console.say(f"{start}; {counts.distinct:,} distinct {unit}"
+                        + (f", {counts.cached:,} of them in the cache" if cache else ""))
+            engine_obs, row_obs = Observation("accel_scoring_units"), Observation("accel_scoring_rows")
+            with Progress(spark, counts.to_score, cfg.progress_seconds, out_stream, unit=unit) as progress:
+                scoring = UnitScoring(plan.spec)
+                if counts.to_score:
+                    scored = plan.scored_units(dataclasses.replace(spec, progress=progress.address))
+                    fresh = drop_metrics(scored.observe(engine_obs, *_engine_metrics(F)))
+                else:  # everything cached: no engine is loaded at all
+                    fresh = spark.createDataFrame([], scoring.output_ddl())
+                if cache and counts.to_score:  # scored once, read twice: the output and the new entries
+                    try:
+                        fresh.write.parquet(cache.staging(run_id))
+                    except Exception as e:  # noqa: BLE001
+                        raise _WriteFailed(_root_cause(e)) from None
+                    fresh = spark.read.schema(scoring.output_ddl()).parquet(cache.staging(run_id))
+                rows = plan.rows(fresh)
+                rows = rows.observe(row_obs, *_row_metrics(F), F.sum(F.col("_hit").cast("long")).alias("hits"))
+                _write(rows.drop("_hit").withColumn("run_date", F.lit(cfg.run_date)), cfg)
+                m = {**(engine_obs.get if counts.to_score else {}), **row_obs.get}
+                progress.finish(int(m.get("units_scored") or 0))
+            extra = {"dedup": {"level": "run", "units": counts.distinct, "units_scored": int(m.get("units_scored") or 0)}}
+            if cache:
+                added = cache.commit(run_id, cfg.run_date, fresh, plan.used_keys() if counts.cached else None)
+                hits = int(m.get("hits") or 0)
+                extra["cache"] = {
+                    "path": cfg.cache, "hits": hits, "misses": int(m.get("ok") or 0) + int(m.get("error") or 0) - hits,
+                    "texts_encoded": int(m.get("units_scored") or 0), "tokens_saved": counts.cached_tokens,
+                    "entries_added": added, **{f"size_{k}": v for k, v in cache.size().items()}}
+        finally:
+            plan.close()
+    return m, progress.samples, extra
 
 
 def _device_plan(spark_conf: Mapping[str, str], spec) -> str:

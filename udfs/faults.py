@@ -17,6 +17,10 @@ out of memory, for any device batch of more than `oom_rows:<rows>` rows or more 
 `oom_tokens:<tokens>` padded tokens; `slow_ms:<ms>` makes every device batch take that much
 longer, like a real model on a real device (the live-progress test needs time to watch).
 
+A driver fault, `kill_driver:<step>`, SIGKILLs the driver at a numbered step of committing the
+result cache (jobs/result_cache.py: 1 once the new entries are written, 2 once their marker is
+published), where a killed run must leave the cache whole.
+
 The reliability tests use them to prove that retries neither lose nor double rows and that an
 oversized batch is split instead of crashing the worker. Set it through
 `spark.executorEnv.ACCEL_SCORING_FAULT` (a cluster), the Python workers' environment, or the
@@ -33,6 +37,7 @@ ENV = "ACCEL_SCORING_FAULT"
 ONCE_DIR_ENV = "ACCEL_SCORING_FAULT_ONCE_DIR"
 TASK_FAULTS = ("raise_once", "kill_worker", "kill_executor", "stall")
 CAPACITY_FAULTS = ("oom_rows", "oom_tokens", "slow_ms")
+DRIVER_FAULTS = ("kill_driver",)
 
 
 def parse(spec: str | None) -> list[tuple[str, int]]:
@@ -41,8 +46,8 @@ def parse(spec: str | None) -> list[tuple[str, int]]:
         if not item.strip():
             continue
         kind, _, arg = item.strip().partition(":")
-        if kind not in TASK_FAULTS + CAPACITY_FAULTS or not arg.strip().isdigit():
-            raise ValueError(f"{ENV}: expected <kind>:<number> with kind in {TASK_FAULTS + CAPACITY_FAULTS}, got {item!r}")
+        if kind not in TASK_FAULTS + CAPACITY_FAULTS + DRIVER_FAULTS or not arg.strip().isdigit():
+            raise ValueError(f"{ENV}: expected <kind>:<number> with kind in {TASK_FAULTS + CAPACITY_FAULTS + DRIVER_FAULTS}, got {item!r}")
         faults.append((kind, int(arg)))
     return faults
 
@@ -64,6 +69,12 @@ def maybe_inject(ctx) -> None:
             time.sleep(60)  # the JVM is going; do not let this worker report anything meanwhile
         if kind == "stall":
             time.sleep(600)
+
+
+def at_driver_step(step: int) -> None:
+    """SIGKILL the driver here if `kill_driver:<step>` is set (test-only)."""
+    if ("kill_driver", step) in parse(os.environ.get(ENV)):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _first_time(ctx, kind: str, partition: int) -> bool:

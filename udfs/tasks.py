@@ -83,8 +83,9 @@ def score_pairs(runtime, left: list[str], right: list[str], token_budget: int) -
 
 
 def tokenize_texts(runtime, texts: list[str]) -> Tokenized:
-    if runtime.manifest.task != "text-classification":
-        raise ValueError(f"a {runtime.manifest.task} artifact cannot classify single texts")
+    """Single texts: queries for a classifier, or side texts for a bi-encoder's embeddings."""
+    if runtime.manifest.task not in ("text-classification", "embedding"):
+        raise ValueError(f"a {runtime.manifest.task} artifact cannot score single texts")
     t0 = time.perf_counter()
     enc = runtime.encoder.encode(texts)
     return Tokenized(enc, time.perf_counter() - t0)

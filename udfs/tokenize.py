@@ -14,6 +14,8 @@ import numpy as np
 # token of budget never changes the kept tokens of ordinary text, and bounds the cost of a
 # 100k-character field.
 CHARS_PER_TOKEN = 32
+# How a row longer than max_seq_len loses tokens: part of what a cached result depends on (udfs/units.py).
+TRUNCATION = "longest_first"
 
 
 @dataclasses.dataclass
@@ -38,7 +40,7 @@ class TextEncoder:
         self.max_seq_len = int(max_seq_len)
         self._tok = Tokenizer.from_file(str(tokenizer_json))
         self._tok.no_padding()
-        self._tok.enable_truncation(self.max_seq_len, strategy="longest_first")
+        self._tok.enable_truncation(self.max_seq_len, strategy=TRUNCATION)
         self.max_chars = self.max_seq_len * CHARS_PER_TOKEN
 
     def _clip(self, texts: list[str]) -> tuple[list[str], np.ndarray]:

@@ -79,11 +79,16 @@ class Duplicates:
         joined = parts[0].str.cat(parts[1:], sep=" ").str.strip() if len(parts) > 1 else parts[0]
         return joined.where(pd.concat(cols, axis=1).notna().any(axis=1), None)
 
-    def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
+    def checked_texts(self, frame: pd.DataFrame) -> tuple[np.ndarray, list[pd.Series]]:
+        """(why each row cannot be scored, or None; its texts): the left and right sides."""
         left, right = self.side(frame, "left"), self.side(frame, "right")
         invalid = validate.first_problem(
             validate.id_problems(frame[self.id_column], frame[ID_COUNT], self.id_column),
             validate.text_problems(left, "left side"), validate.text_problems(right, "right side"))
+        return invalid, [left, right]
+
+    def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
+        invalid, (left, right) = self.checked_texts(frame)
         ok = np.array([r is None for r in invalid], dtype=bool)
         return Prepared(frame, invalid, ok, tasks.tokenize_pairs(runtime, left[ok].tolist(), right[ok].tolist()))
 
@@ -131,11 +136,16 @@ class QueryIntent:
         return (f"{self.id_column} string, intent string, confidence double, "
                 f"top_k array<struct<label: string, score: double>>, {COMMON_COLUMNS}")
 
-    def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
+    def checked_texts(self, frame: pd.DataFrame) -> tuple[np.ndarray, list[pd.Series]]:
+        """(why each row cannot be scored, or None; its texts): the query."""
         queries = frame[self.query_column]
         invalid = validate.first_problem(
             validate.id_problems(frame[self.id_column], frame[ID_COUNT], self.id_column),
             validate.text_problems(queries, self.query_column))
+        return invalid, [queries]
+
+    def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
+        invalid, (queries,) = self.checked_texts(frame)
         ok = np.array([r is None for r in invalid], dtype=bool)
         return Prepared(frame, invalid, ok, tasks.tokenize_texts(runtime, queries[ok].tolist()))
 
@@ -151,19 +161,24 @@ class QueryIntent:
         if ok.any():
             logits[ok], errors[ok], truncated[ok] = scored.values, scored.errors, scored.truncated
         status, error = _status(len(frame), invalid, errors)
-        good = status == "ok"
-        intent = np.full(len(frame), None, dtype=object)
-        confidence = np.full(len(frame), np.nan)
-        top: list = [None] * len(frame)  # a list: numpy would turn equal-length lists into a 2-D array
-        if good.any():
-            order, probs = heads.top_k(logits[good], labels, self.top_k)
-            intent[good] = [labels[i] for i in order[:, 0]]
-            confidence[good] = probs[:, 0]
-            for row, o, ps in zip(np.flatnonzero(good), order, probs):
-                top[row] = [{"label": labels[i], "score": float(p)} for i, p in zip(o, ps)]
+        intent, confidence, top = intents(logits, status == "ok", labels, self.top_k)
         out = pd.DataFrame({
             self.id_column: frame[self.id_column].astype(object).to_numpy(),
             "intent": intent, "confidence": confidence, "top_k": top,
             "model": runtime.manifest.model_id, "status": status, "error": error, "truncated": truncated,
         })
         return out, scored
+
+
+def intents(logits: np.ndarray, good: np.ndarray, labels: tuple[str, ...], k: int) -> tuple[np.ndarray, np.ndarray, list]:
+    """intent, confidence and top_k columns from logits; None/NaN where `good` is False."""
+    intent = np.full(len(logits), None, dtype=object)
+    confidence = np.full(len(logits), np.nan)
+    top: list = [None] * len(logits)  # a list: numpy would turn equal-length lists into a 2-D array
+    if good.any():
+        order, probs = heads.top_k(logits[good], labels, k)
+        intent[good] = [labels[i] for i in order[:, 0]]
+        confidence[good] = probs[:, 0]
+        for row, o, ps in zip(np.flatnonzero(good), order, probs):
+            top[row] = [{"label": labels[i], "score": float(p)} for i, p in zip(o, ps)]
+    return intent, confidence, top

@@ -1,0 +1,144 @@
+"""Score each distinct unit once per run, and with --cache once until the model changes.
+
+    input rows -> keyed rows (udfs/units.Keyer: validation, texts, keys)
+               -> distinct units -> minus the cache's entries -> scored (udfs/scorer.py)
+               -> joined back to every row -> the job's output columns
+
+A unit is a cross-encoder's pair, a classifier's query, or one side of a bi-encoder pair
+(udfs/units.py), so a product that appears in many candidate pairs is embedded once. The keyed
+rows and the distinct units are persisted: three Spark jobs read them (the count that sizes the
+progress bar, the scoring, the join back), and none may run the workers' Python twice.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
+from udfs.units import INVALID, Keyer, UnitScoring, UnitSpec, key_column, text_columns
+
+# What the progress bar counts per artifact task: the units being scored.
+PROGRESS_UNIT = {"pair-classification": "pairs", "text-classification": "queries", "embedding": "texts"}
+
+
+@dataclasses.dataclass
+class UnitCounts:
+    distinct: int  # distinct units among the valid rows
+    cached: int  # of which the cache already holds
+    cached_tokens: int  # their real tokens: what the engine does not run this time
+
+    @property
+    def to_score(self) -> int:
+        return self.distinct - self.cached
+
+
+class DistinctPlan:
+    def __init__(self, df: DataFrame, workload, manifest, max_seq_len: int, partitions: int, cache=None):
+        self.workload, self.manifest, self.cache = workload, manifest, cache
+        self.spec = UnitSpec(manifest.task, max_seq_len, getattr(workload, "top_k", None))
+        keyer = Keyer(workload, self.spec)
+        self.keyed = df.mapInPandas(keyer, keyer.ddl()).persist(StorageLevel.MEMORY_AND_DISK)
+        sides = [self.keyed.where(F.col(key_column(s)).isNotNull())
+                 .select(F.col(key_column(s)).alias("_key"), *(F.col(c).alias(n) for c, n in
+                                                               zip(text_columns(s), ("_a", "_b"))))
+                 for s in self.spec.slots]
+        units = sides[0]
+        for other in sides[1:]:
+            units = units.unionByName(other)
+        units = units.dropDuplicates(["_key"])
+        self.markers = cache.markers() if cache else []  # this run's snapshot of the cache
+        self.cached = cache.entries(self.markers) if cache else None
+        if self.cached is not None:
+            units = units.join(self.cached.select("_key", F.col("_tokens").alias("_cached_tokens")), "_key", "left")
+        else:
+            units = units.withColumn("_cached_tokens", F.lit(None).cast("long"))
+        self.units = units.persist(StorageLevel.MEMORY_AND_DISK)
+        self.partitions = partitions
+
+    def count(self) -> UnitCounts:
+        cached = F.col("_cached_tokens").isNotNull()
+        row = self.units.agg(F.count(F.lit(1)).alias("n"), F.sum(cached.cast("long")).alias("cached"),
+                             F.sum(F.when(cached, F.col("_cached_tokens"))).alias("tokens")).first()
+        return UnitCounts(int(row["n"] or 0), int(row["cached"] or 0), int(row["tokens"] or 0))
+
+    def scored_units(self, spec) -> DataFrame:
+        """The units the cache lacks, through the engine: the unit result columns plus the
+        scorer's metric columns (for the run summary's observation)."""
+        todo = self.units.where(F.col("_cached_tokens").isNull()).select("_key", "_a", "_b")
+        scoring = UnitScoring(self.spec)
+        return todo.repartition(self.partitions).mapInPandas(Scorer(spec, scoring), output_ddl(scoring))
+
+    def used_keys(self) -> DataFrame:
+        return self.units.where(F.col("_cached_tokens").isNotNull()).select("_key")
+
+    def rows(self, fresh: DataFrame) -> DataFrame:
+        """Every input row in the job's output columns (plus `_hit`: all its units came from the
+        cache), from the freshly scored units (`fresh`, without metric columns) and the cache."""
+        value_cols = self.spec.value_columns
+        results = fresh.select("_key", *value_cols, "truncated", "error", F.lit(False).alias("_from_cache"))
+        if self.cached is not None:
+            results = results.unionByName(self.cached.select(
+                "_key", *value_cols, "truncated", F.lit(None).cast("string").alias("error"),
+                F.lit(True).alias("_from_cache")))
+        rows = self.keyed
+        for slot in self.spec.slots:
+            r = results.select(*(F.col(c).alias(f"_r_{slot}_{c}") for c in results.columns))
+            rows = rows.join(r, rows[key_column(slot)] == r[f"_r_{slot}__key"], "left")
+        return self._assemble(rows)
+
+    def _assemble(self, rows: DataFrame) -> DataFrame:
+        slots = self.spec.slots
+        r = {slot: (lambda c, slot=slot: F.col(f"_r_{slot}_{c}")) for slot in slots}
+        invalid = F.col(INVALID)
+        missing = F.lit(False)
+        for slot in slots:
+            missing = missing | r[slot]("_key").isNull()
+        engine_error = F.coalesce(*(r[s]("error") for s in slots))
+        status = (F.when(invalid.isNotNull(), "invalid_input").when(missing | engine_error.isNotNull(), "error")
+                  .otherwise("ok"))
+        ok = status == "ok"
+        error = F.coalesce(invalid, engine_error,
+                           F.when(missing, F.lit("engine_error: no result for this row's texts")))
+        truncated = F.lit(False)
+        for slot in slots:
+            truncated = truncated | F.coalesce(r[slot]("truncated"), F.lit(False))
+        hit = F.lit(True)
+        for slot in slots:
+            hit = hit & F.coalesce(r[slot]("_from_cache"), F.lit(False))
+        common = [F.lit(self.manifest.model_id).alias("model"), status.alias("status"), error.alias("error"),
+                  F.when(invalid.isNull(), truncated).otherwise(F.lit(False)).alias("truncated"),
+                  (invalid.isNull() & hit).alias("_hit")]
+        id_col = F.col(self.workload.id_column)
+        if self.spec.task == "text-classification":
+            u = r["unit"]
+            return rows.select(id_col, *(F.when(ok, u(c)).alias(c) for c in ("intent", "confidence", "top_k")),
+                               *common)
+        if self.spec.task == "embedding":
+            score = _cosine(r["left"]("embedding"), r["right"]("embedding"))
+        else:
+            score = r["unit"]("score")
+        threshold = self.workload.threshold if self.workload.threshold is not None else self.manifest.threshold
+        score = F.when(ok, score)
+        return rows.select(id_col, score.alias("score"), F.when(ok, score >= F.lit(float(threshold))).alias("is_duplicate"),
+                           *common)
+
+    def close(self) -> None:
+        self.units.unpersist()
+        self.keyed.unpersist()
+
+
+def _cosine(a, b):
+    """udfs/heads.cosine in Spark: float32 embeddings, double arithmetic, clipped to [-1, 1]."""
+    def dot(x, y):
+        return F.aggregate(F.zip_with(x, y, lambda p, q: p.cast("double") * q.cast("double")), F.lit(0.0),
+                           lambda acc, v: acc + v)
+
+    den = F.sqrt(dot(a, a)) * F.sqrt(dot(b, b))
+    return F.when(den > 0, F.greatest(F.lit(-1.0), F.least(F.lit(1.0), dot(a, b) / den)))
+
+
+def drop_metrics(df: DataFrame) -> DataFrame:
+    return df.drop(*METRIC_COLUMNS)

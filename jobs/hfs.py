@@ -1,0 +1,68 @@
+"""Small-file operations through Hadoop's FileSystem, so a local folder, s3:// (EMRFS) and s3a://
+behave alike: the job's summaries and the result cache's markers, leases and listings."""
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+
+def _fs(spark: SparkSession, path: str):
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath
+
+
+def write_text(spark: SparkSession, path: str, text: str) -> None:
+    """One small file, overwritten if present."""
+    fs, hpath = _fs(spark, path)
+    stream = fs.create(hpath, True)
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()
+
+
+def publish_text(spark: SparkSession, path: str, text: str) -> None:
+    """Write a file that readers see whole or not at all: a hidden temporary next to it, then a
+    rename (atomic on a local disk and HDFS; on S3 the renamed object appears in one piece)."""
+    fs, hpath = _fs(spark, path)
+    tmp = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(hpath.getParent(), f".tmp-{hpath.getName()}")
+    write_text(spark, tmp.toString(), text)
+    if not fs.rename(tmp, hpath):
+        fs.delete(tmp, False)
+        raise OSError(f"could not publish {path}")
+
+
+def read_text(spark: SparkSession, path: str) -> str:
+    fs, hpath = _fs(spark, path)
+    stream = fs.open(hpath)
+    try:
+        jvm = spark.sparkContext._jvm
+        return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+
+
+def list_names(spark: SparkSession, folder: str) -> list[str]:
+    """Names directly under `folder`, skipping hidden ones ('.' and '_' prefixes, as Spark does);
+    [] when the folder does not exist."""
+    fs, hpath = _fs(spark, folder)
+    if not fs.exists(hpath):
+        return []
+    names = [status.getPath().getName() for status in fs.listStatus(hpath)]
+    return sorted(n for n in names if not n.startswith((".", "_")))
+
+
+def exists(spark: SparkSession, path: str) -> bool:
+    fs, hpath = _fs(spark, path)
+    return bool(fs.exists(hpath))
+
+
+def delete(spark: SparkSession, path: str) -> None:
+    """Delete a file or a folder and everything under it; nothing if absent."""
+    fs, hpath = _fs(spark, path)
+    fs.delete(hpath, True)
+
+
+def size_bytes(spark: SparkSession, path: str) -> int:
+    fs, hpath = _fs(spark, path)
+    return int(fs.getContentSummary(hpath).getLength()) if fs.exists(hpath) else 0

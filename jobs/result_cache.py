@@ -1,0 +1,260 @@
+"""The result cache behind `--cache PATH`: scored units kept from run to run, keyed by content
+and model (udfs/units.py), so a nightly run scores only what changed.
+
+Layout under PATH (a local folder, s3:// or s3a://), one folder per artifact:
+
+    digest=<manifest digest>/batches/<batch>/part-*.parquet   the entries one run added
+    digest=<manifest digest>/_commits/<batch>.json            its marker: the batch is visible
+    digest=<manifest digest>/_used/<batch>/part-*.parquet     keys that run served from the cache
+    _staging/<run>/                                           a running job's freshly scored units
+    _running/<run>.json                                       a lease: a job is using this cache
+
+Crash safety: a batch is visible only once its marker is published, one renamed file written
+after the run's output is committed, so a run killed at any point leaves the cache as it was or
+with the whole batch. Unmarked batches and staging folders are what killed runs leave behind;
+`compact` deletes them. Concurrent runs (say two run dates at once) each add their own batch and
+never see each other's until the next run; a text new to both is scored by both, and readers keep
+one entry per key. Maintenance (`python -m jobs.result_cache stats|compact|expire PATH`) rewrites
+batches, so it refuses to run while any lease exists.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import socket
+import sys
+import uuid
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from jobs import console, hfs  # noqa: E402
+from udfs import faults  # noqa: E402
+from udfs.units import VALUE_COLUMNS, VALUE_DDL  # noqa: E402
+
+# Stored next to each unit's result: whether it was truncated, its real tokens (what a hit saves)
+# and the last run date that used it (what `expire` reads).
+ENTRY_EXTRA_DDL = "truncated boolean, _tokens long, last_used string"
+ENTRY_EXTRA_COLUMNS = ("truncated", "_tokens", "last_used")
+
+
+def entry_ddl(task: str) -> str:
+    return f"_key string, {VALUE_DDL[task]}, {ENTRY_EXTRA_DDL}"
+
+
+def new_run_id(run_date: str) -> str:
+    return f"{run_date}-{dt.datetime.now(dt.timezone.utc):%H%M%S}-{uuid.uuid4().hex[:8]}"
+
+
+class CacheBusy(RuntimeError):
+    """Maintenance refused: a job holds a lease on the cache."""
+
+
+class ResultCache:
+    """One artifact's entries under a cache root."""
+
+    def __init__(self, spark, root: str, digest: str, task: str | None = None):
+        """`task` (the artifact's) fixes the entries' columns; None when only markers are read."""
+        self.spark, self.root, self.digest, self.task = spark, root.rstrip("/"), digest, task
+        self.folder = f"{self.root}/digest={digest}"
+
+    # -- reading -----------------------------------------------------------------------------
+    def markers(self) -> list[dict]:
+        """The visible batches' markers: every published marker that no compaction replaced."""
+        found = []
+        for name in hfs.list_names(self.spark, f"{self.folder}/_commits"):
+            if not name.endswith(".json"):
+                continue
+            try:
+                found.append(json.loads(hfs.read_text(self.spark, f"{self.folder}/_commits/{name}")))
+            except (ValueError, OSError):
+                console.say(f"warning: {self.folder}/_commits/{name} is unreadable; its batch is ignored")
+        replaced = {b for m in found for b in m.get("replaces", [])}
+        return [m for m in found if m["batch"] not in replaced]
+
+    def entries(self, markers: list[dict] | None = None):
+        """The visible entries, one per key (concurrent runs may have stored a key twice)."""
+        markers = self.markers() if markers is None else markers
+        paths = [f"{self.folder}/batches/{m['batch']}" for m in markers if m.get("entries")]
+        if not paths:
+            return self.spark.createDataFrame([], entry_ddl(self.task))
+        return self.spark.read.schema(entry_ddl(self.task)).parquet(*paths).dropDuplicates(["_key"])
+
+    def size(self, markers: list[dict] | None = None) -> dict:
+        markers = self.markers() if markers is None else markers
+        return {"batches": len(markers), "entries": sum(m.get("entries", 0) for m in markers),
+                "bytes": sum(m.get("bytes", 0) for m in markers)}
+
+    # -- a job's life ------------------------------------------------------------------------
+    def staging(self, run_id: str) -> str:
+        return f"{self.root}/_staging/{run_id}"
+
+    @contextlib.contextmanager
+    def lease(self, run_id: str, run_date: str):
+        """Held for the whole run, so maintenance waits; a killed run leaves it (stats shows it)."""
+        path = f"{self.root}/_running/{run_id}.json"
+        hfs.write_text(self.spark, path, json.dumps({
+            "run": run_id, "run_date": run_date, "host": socket.gethostname(), "pid": os.getpid(),
+            "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}))
+        try:
+            yield
+        finally:
+            hfs.delete(self.spark, path)
+            hfs.delete(self.spark, self.staging(run_id))
+
+    def commit(self, run_id: str, run_date: str, scored, used_keys) -> int:
+        """After the run's output is committed: its newly scored units (`scored`, error-free rows
+        only) become a batch, the keys it served from the cache are logged, and the marker is
+        published last. Returns the entries added."""
+        from pyspark.sql import functions as F
+
+        cols = ["_key", *VALUE_COLUMNS[self.task], *ENTRY_EXTRA_COLUMNS]
+        new = (scored.where(F.col("error").isNull()).withColumn("last_used", F.lit(run_date)).select(*cols))
+        batch = f"{self.folder}/batches/{run_id}"
+        new.write.mode("errorifexists").parquet(batch)
+        added = self.spark.read.parquet(batch).count()
+        used = 0
+        if used_keys is not None:
+            used_keys.select("_key").withColumn("used", F.lit(run_date)).write.parquet(f"{self.folder}/_used/{run_id}")
+            used = 1
+        faults.at_driver_step(1)
+        hfs.publish_text(self.spark, f"{self.folder}/_commits/{run_id}.json", json.dumps({
+            "batch": run_id, "task": self.task, "run_date": run_date, "entries": added, "used_log": bool(used),
+            "bytes": hfs.size_bytes(self.spark, batch),
+            "committed": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}, sort_keys=True))
+        faults.at_driver_step(2)
+        return added
+
+    # -- maintenance -------------------------------------------------------------------------
+    def rewrite(self, keep_since: str | None) -> dict:
+        """Merge the visible batches into one (one entry per key, `last_used` refreshed from the
+        used-key logs), dropping entries last used before `keep_since` (YYYY-MM-DD) when given;
+        then delete what the new batch replaces and what killed runs left."""
+        from pyspark.sql import functions as F
+
+        markers = self.markers()
+        before = self.size(markers)
+        used_logs = [m["batch"] for m in markers if m.get("used_log")]
+        entries = self.entries(markers)
+        if used_logs:
+            used = (self.spark.read.parquet(*[f"{self.folder}/_used/{b}" for b in used_logs])
+                    .groupBy("_key").agg(F.max("used").alias("_used")))
+            entries = (entries.join(used, "_key", "left")
+                       .withColumn("last_used", F.greatest("last_used", F.coalesce("_used", "last_used")))
+                       .drop("_used"))
+        if keep_since:
+            entries = entries.where(F.col("last_used") >= keep_since)
+        batch_id = f"compact-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+        batch = f"{self.folder}/batches/{batch_id}"
+        entries.coalesce(max(1, before["bytes"] // (128 << 20) + 1)).write.parquet(batch)
+        kept = self.spark.read.parquet(batch).count()
+        hfs.publish_text(self.spark, f"{self.folder}/_commits/{batch_id}.json", json.dumps({
+            "batch": batch_id, "task": self.task, "entries": kept, "bytes": hfs.size_bytes(self.spark, batch),
+            "replaces": [m["batch"] for m in markers], "used_log": False,
+            "committed": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}, sort_keys=True))
+        for name in hfs.list_names(self.spark, f"{self.folder}/batches"):
+            if name != batch_id:  # replaced, or never marked (a killed run's)
+                hfs.delete(self.spark, f"{self.folder}/batches/{name}")
+        for name in hfs.list_names(self.spark, f"{self.folder}/_commits"):
+            if name != f"{batch_id}.json":
+                hfs.delete(self.spark, f"{self.folder}/_commits/{name}")
+        hfs.delete(self.spark, f"{self.folder}/_used")
+        return {"digest": self.digest, "before": before, "after": self.size()}
+
+
+def digests(spark, root: str) -> list[str]:
+    return [n.split("=", 1)[1] for n in hfs.list_names(spark, root.rstrip("/")) if n.startswith("digest=")]
+
+
+def leases(spark, root: str) -> list[dict]:
+    found = []
+    for name in hfs.list_names(spark, f"{root.rstrip('/')}/_running"):
+        try:
+            found.append(json.loads(hfs.read_text(spark, f"{root.rstrip('/')}/_running/{name}")))
+        except (ValueError, OSError):
+            found.append({"run": name})
+    return found
+
+
+def _task_of(spark, root: str, digest: str) -> str | None:
+    """An artifact folder's task, as its markers record it (None: nothing committed yet)."""
+    return next((m["task"] for m in ResultCache(spark, root, digest).markers() if m.get("task")), None)
+
+
+def _check_idle(spark, root: str, force: bool) -> None:
+    held = leases(spark, root)
+    if held and not force:
+        who = "; ".join(f"run {l.get('run')} (run_date {l.get('run_date')}, host {l.get('host')}, pid {l.get('pid')}, "
+                        f"started {l.get('started')})" for l in held)
+        raise CacheBusy(f"{root} is in use by {who}. Run maintenance when no job uses this cache; if that run "
+                        f"was killed, its lease {root.rstrip('/')}/_running/<run>.json stays behind: pass --force")
+    for name in hfs.list_names(spark, f"{root.rstrip('/')}/_staging"):  # idle: only killed runs leave these
+        hfs.delete(spark, f"{root.rstrip('/')}/_staging/{name}")
+    if force:
+        hfs.delete(spark, f"{root.rstrip('/')}/_running")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m jobs.result_cache",
+                                description="Inspect and maintain a result cache made by the jobs' --cache.")
+    sub = p.add_subparsers(dest="command", required=True)
+    stats = sub.add_parser("stats", help="batches, entries and bytes per artifact digest; running jobs")
+    compact = sub.add_parser("compact", help="merge each digest's batches into one, one entry per key; "
+                                             "delete what killed runs left")
+    expire = sub.add_parser("expire", help="drop entries unused for N days, or whole artifacts")
+    for sp in (stats, compact, expire):
+        sp.add_argument("path", help="the cache root given to --cache")
+        sp.add_argument("--master", default=None, help="Spark master; default: local[*] (or spark-submit's)")
+    for sp in (compact, expire):
+        sp.add_argument("--force", action="store_true",
+                        help="run although a job's lease exists (only when that job is known to be dead)")
+    expire.add_argument("--unused-days", type=int, default=None, metavar="N",
+                        help="drop entries no run has used in the last N days")
+    expire.add_argument("--keep-digest", action="append", default=[], metavar="SHA256",
+                        help="keep only these artifacts' folders (repeatable); drop every other digest")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from jobs import io
+
+    spark = io.spark_session("accel-scoring-cache", args.master)
+    root = args.path.rstrip("/")
+    try:
+        if args.command == "stats":
+            report = {"path": root, "running": leases(spark, root),
+                      "staging": hfs.list_names(spark, f"{root}/_staging"),
+                      "digests": {d: ResultCache(spark, root, d).size() for d in digests(spark, root)}}
+            print(json.dumps(report, indent=2, sort_keys=True))
+            return 0
+        _check_idle(spark, root, args.force)
+        if args.command == "expire" and args.unused_days is None and not args.keep_digest:
+            console.say("error: expire needs --unused-days N and/or --keep-digest SHA256")
+            return 2
+        results = []
+        for digest in digests(spark, root):
+            if args.command == "expire" and args.keep_digest and digest not in args.keep_digest:
+                hfs.delete(spark, f"{root}/digest={digest}")
+                results.append({"digest": digest, "dropped": True})
+                continue
+            if args.command == "expire" and args.unused_days is None:
+                continue
+            since = None
+            if args.command == "expire":
+                since = (dt.date.today() - dt.timedelta(days=args.unused_days)).isoformat()
+            task = _task_of(spark, root, digest)
+            if task is not None:
+                results.append(ResultCache(spark, root, digest, task).rewrite(since))
+        print(json.dumps({"path": root, args.command: results}, indent=2, sort_keys=True))
+        return 0
+    except CacheBusy as e:
+        console.say(f"error: {e}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

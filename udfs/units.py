@@ -1,0 +1,161 @@
+"""Scoring units: what a run scores once per distinct key, and what the result cache keeps.
+
+A unit is the smallest thing whose result depends on its own texts only: a pair for a
+cross-encoder, a query for a classifier, one side's text for a bi-encoder (its embedding). Its
+key hashes exactly what decides that result: the texts as the job builds them (after joining
+--fields; a pair's two sides in order), the effective max_seq_len and truncation, and the head's
+settings. The artifact is not in the key: the cache keeps one folder per manifest digest
+(jobs/result_cache.py). A row id is never in it, so an id whose text changed is scored again
+and two ids with the same texts share one result.
+
+`Keyer` turns input rows into keyed rows on the workers (validation included, with the same
+code as the per-batch path); `UnitScoring` is the workload udfs/scorer.py runs over the distinct
+units; jobs/distinct_plan.py joins the results back to the rows.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from udfs import tasks, workloads
+from udfs.tokenize import CHARS_PER_TOKEN, TRUNCATION
+
+KEY_VERSION = 1  # bump when anything a result depends on changes meaning
+INVALID = "_invalid"
+TOP_K_DDL = "array<struct<label: string, score: double>>"
+# The result columns of each artifact task's unit, as the cache stores them.
+VALUE_DDL = {
+    "pair-classification": "score double",
+    "text-classification": f"intent string, confidence double, top_k {TOP_K_DDL}",
+    "embedding": "embedding array<float>",
+}
+VALUE_COLUMNS = {"pair-classification": ("score",), "text-classification": ("intent", "confidence", "top_k"),
+                 "embedding": ("embedding",)}
+
+
+@dataclasses.dataclass(frozen=True)
+class UnitSpec:
+    """The run-wide part of every key: task, effective max_seq_len and the head's settings."""
+
+    task: str
+    max_seq_len: int
+    top_k: int | None = None  # text-classification: part of the stored result
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        """Units per input row: a bi-encoder pair has two (its sides), everything else one."""
+        return ("left", "right") if self.task == "embedding" else ("unit",)
+
+    @property
+    def value_ddl(self) -> str:
+        return VALUE_DDL[self.task]
+
+    @property
+    def value_columns(self) -> tuple[str, ...]:
+        return VALUE_COLUMNS[self.task]
+
+    def key_prefix(self) -> bytes:
+        head = {"top_k": self.top_k} if self.task == "text-classification" else {}
+        return json.dumps([KEY_VERSION, self.task, self.max_seq_len, TRUNCATION, CHARS_PER_TOKEN, head],
+                          sort_keys=True).encode()
+
+
+def unit_keys(prefix: bytes, texts: list[list[str]]) -> list[str]:
+    """128-bit BLAKE2b of the prefix and the unit's texts, JSON-encoded so no two text lists
+    share an encoding; hex, so Spark joins on a plain string."""
+    return [hashlib.blake2b(prefix + json.dumps(t, ensure_ascii=False).encode(), digest_size=16).hexdigest()
+            for t in texts]
+
+
+def key_column(slot: str) -> str:
+    return f"_key_{slot}"
+
+
+def text_columns(slot: str) -> tuple[str, str]:
+    return f"_a_{slot}", f"_b_{slot}"
+
+
+class Keyer:
+    """mapInPandas function: input rows -> id, why the row is invalid (or null), and per slot
+    the unit's key and texts (null for invalid rows: they are never scored or cached)."""
+
+    def __init__(self, workload, spec: UnitSpec):
+        self.workload = workload
+        self.spec = spec
+
+    def ddl(self) -> str:
+        cols = [f"{self.workload.id_column} string", f"{INVALID} string"]
+        for slot in self.spec.slots:
+            a, b = text_columns(slot)
+            cols += [f"{key_column(slot)} string", f"{a} string", f"{b} string"]
+        return ", ".join(cols)
+
+    def __call__(self, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        prefix = self.spec.key_prefix()
+        for frame in frames:
+            invalid, texts = self.workload.checked_texts(frame)
+            ok = np.array([r is None for r in invalid], dtype=bool)
+            out = {self.workload.id_column: frame[self.workload.id_column].to_numpy(), INVALID: invalid}
+            for slot, unit in zip(self.spec.slots, _unit_texts(self.spec, texts)):
+                a, b = text_columns(slot)
+                keys = np.full(len(frame), None, dtype=object)
+                cols = [np.full(len(frame), None, dtype=object) for _ in range(2)]
+                if ok.any():
+                    valid = [t[ok].tolist() for t in unit]
+                    keys[ok] = unit_keys(prefix, [list(ts) for ts in zip(*valid)])
+                    for col, values in zip(cols, valid):
+                        col[ok] = values
+                out.update({key_column(slot): keys, a: cols[0], b: cols[1]})
+            yield pd.DataFrame(out)
+
+
+def _unit_texts(spec: UnitSpec, texts: list[pd.Series]) -> list[list[pd.Series]]:
+    """Per slot, the unit's texts: a cross-encoder's pair, a query, or one bi-encoder side."""
+    if spec.task == "embedding":
+        return [[side] for side in texts]
+    return [texts]
+
+
+class UnitScoring:
+    """The workload udfs/scorer.py runs over distinct units (`_key`, `_a`, `_b`): one result per
+    unit, in the cache's columns; `_tokens` is the unit's real tokens (what a cache hit saves)."""
+
+    def __init__(self, spec: UnitSpec):
+        self.spec = spec
+
+    def output_ddl(self) -> str:
+        return f"_key string, {self.spec.value_ddl}, truncated boolean, _tokens long, error string"
+
+    def prepare(self, runtime, frame: pd.DataFrame) -> workloads.Prepared:
+        a = frame["_a"].tolist()
+        if self.spec.task == "pair-classification":
+            tokenized = tasks.tokenize_pairs(runtime, a, frame["_b"].tolist())
+        else:
+            tokenized = tasks.tokenize_texts(runtime, a)
+        ok = np.ones(len(frame), dtype=bool)
+        return workloads.Prepared(frame, np.full(len(frame), None, dtype=object), ok, tokenized)
+
+    def finish(self, runtime, prepared: workloads.Prepared, token_budget: int,
+               progress=None) -> tuple[pd.DataFrame, tasks.Scored]:
+        frame, tok = prepared.frame, prepared.tokenized
+        if self.spec.task == "pair-classification":
+            scored = tasks.run_pairs(runtime, tok, token_budget, progress)
+        else:
+            scored = tasks.run_texts(runtime, tok, token_budget, progress)
+        errors = np.asarray(scored.errors, dtype=object) if len(scored.errors) else np.full(len(frame), None, dtype=object)
+        good = np.array([e is None for e in errors], dtype=bool)
+        out = {"_key": frame["_key"].to_numpy()}
+        if self.spec.task == "pair-classification":
+            out["score"] = np.where(good, scored.values, np.nan)
+        elif self.spec.task == "text-classification":
+            out["intent"], out["confidence"], out["top_k"] = workloads.intents(
+                scored.values, good, runtime.manifest.labels, self.spec.top_k)
+        else:  # float32 is what every engine returns, so the cache stores embeddings losslessly
+            out["embedding"] = [v.astype(np.float32) if g else None for v, g in zip(scored.values, good)]
+        out.update(truncated=scored.truncated, _tokens=tok.enc.lengths, error=errors)
+        return pd.DataFrame(out), scored
