@@ -85,6 +85,8 @@ def _job_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--output", required=True, help="output root (s3://...)")
     g.add_argument("--model", required=True, help="model artifact (s3://.../ or a path on the nodes)")
     g.add_argument("--run-date", required=True, help=_RUN_DATE_HELP)
+    g.add_argument("--cache-root", metavar="S3_URI", default=None,
+                   help="result cache root; the job gets --cache <root>/<job>/ (default: no cache)")
     g.add_argument("job_flags", nargs="*", metavar="-- JOB_FLAGS",
                    help="further job flags after `--`, e.g. -- --backend tensorrt --batch-tokens 8192")
 
@@ -433,7 +435,7 @@ def cmd_add_step(args: argparse.Namespace) -> int:
     from emr.s3 import require_object
 
     job = steps.JobRequest(args.job, args.input, args.output, args.model, args.run_date,
-                           tuple(args.job_flags))
+                           tuple(args.job_flags), cache_root=args.cache_root)
     layout = L.Layout.at(args.prefix)
     step = steps.build_step(layout, job, python_env=args.python_env, conf=_conf(args.conf),
                             action_on_failure=args.action_on_failure)
@@ -480,7 +482,7 @@ def cmd_eks_submit(args: argparse.Namespace) -> int:
     from emr.s3 import require_object
 
     job = steps.JobRequest(args.job, args.input, args.output, args.model, args.run_date,
-                           tuple(args.job_flags))
+                           tuple(args.job_flags), cache_root=args.cache_root)
     layout = L.Layout.at(args.prefix)
     settings = eks.EksSettings(
         virtual_cluster_id=args.virtual_cluster_id, execution_role_arn=args.execution_role_arn,

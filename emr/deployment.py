@@ -14,6 +14,7 @@ Variable ``accel_scoring`` (JSON)::
       "service_role": "EMR_DefaultRole_V2", "python_env": "archive", "release_label": "emr-7.14.0",
       "pip_extras": "aws,gpu", "torch_index_url": "...", "nvidia_index_url": "...",  # "bootstrap" only
       "cluster_id": "j-...",                             # the existing-cluster DAG only
+      "cache": "s3://bucket/accel-scoring/cache/",       # optional: each job gets --cache <cache><job>/
       "jobs": {
         "duplicates":   {"input": "s3://.../pairs/", "output": "s3://.../duplicates/",
                          "model": "s3://.../models/pairs-trt/1/", "args": ["--backend", "tensorrt"]},
@@ -74,7 +75,7 @@ def job_request(settings: Mapping[str, Any], job: str, run_date: str) -> JobRequ
     spec = settings["jobs"][job]
     _require(spec, "input", "output", "model")
     return JobRequest(job, spec["input"], spec["output"], spec["model"], run_date,
-                      tuple(str(a) for a in spec.get("args", ())))
+                      tuple(str(a) for a in spec.get("args", ())), cache_root=settings.get("cache"))
 
 
 def _subnets(value: str | list[str] | None) -> tuple[str, ...]:

@@ -35,6 +35,8 @@ class JobRequest:
     model: str
     run_date: str
     extra_args: Sequence[str] = ()
+    cache_root: str | None = None  # result cache root: the job gets --cache <root>/<job>/
+
 
     def __post_init__(self) -> None:
         if self.job not in L.JOBS:
@@ -53,9 +55,15 @@ class JobRequest:
                 return arg.partition("=")[2]
         return "auto"
 
+    @property
+    def cache(self) -> str | None:
+        """One cache folder per job under the configured root (README.md, "Incremental runs")."""
+        return f"{self.cache_root.rstrip('/')}/{self.job}/" if self.cache_root else None
+
     def arguments(self) -> list[str]:
+        cache = ["--cache", self.cache] if self.cache and "--cache" not in self.extra_args else []
         return ["--input", self.input, "--output", self.output, "--model", self.model,
-                "--run-date", self.run_date, *self.extra_args]
+                "--run-date", self.run_date, *cache, *self.extra_args]
 
 
 def python_env_conf(layout: L.Layout, python_env: str) -> dict[str, str]:

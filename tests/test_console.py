@@ -49,33 +49,44 @@ def pairs_parquet(tmp_path_factory):
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("dedup", ["batch", "run"])
 def test_progress_counts_rows_while_two_partitions_run(spark, compile_artifact, pairs_parquet, tmp_path, capsys,
-                                                       monkeypatch):
+                                                       monkeypatch, dedup):
     """What the driver hears, not when it prints: how often the line is sampled depends on the
-    machine's speed (the clean-shell test below watches the printed line on a slowed device)."""
+    machine's speed (the clean-shell test below watches the printed line on a slowed device).
+    Per batch it counts pairs; a run that embeds each distinct text once counts those texts."""
+    import pandas as pd
+
     from jobs.duplicates import main
     from jobs.progress import RowCounts
+    from udfs.workloads import Duplicates
 
     heard, record = [], RowCounts.record
     monkeypatch.setattr(RowCounts, "record", lambda self, message: heard.append(message) or record(self, message))
     rc = main(["--input", str(pairs_parquet), "--output", str(tmp_path / "out"),
-               "--model", str(compile_artifact("embedding")), "--run-date", "2026-01-02",
+               "--model", str(compile_artifact("embedding")), "--run-date", "2026-01-02", "--dedup", dedup,
                "--num-partitions", "2", "--arrow-batch-rows", "50", "--progress-seconds", "0.05"])
     err = capsys.readouterr().err
     assert rc == 0, err
-    counts = [int(m.group(1)) for m in PROGRESS.finditer(err)]
-    assert {int(m.group(2)) for m in PROGRESS.finditer(err)} == {2000}
+    frame = pd.read_parquet(pairs_parquet)
+    unit, total = "rows", 2000
+    if dedup == "run":
+        unit, total = "texts", len(set(Duplicates().side(frame, "left")) | set(Duplicates().side(frame, "right")))
+    progress = re.compile(rf"^progress: (\d+)/(\d+) {unit}", re.M)
+    counts = [int(m.group(1)) for m in progress.finditer(err)]
+    assert {int(m.group(2)) for m in progress.finditer(err)} == {total}
     assert counts == sorted(counts), counts  # no retries here, so the count never goes back
-    assert counts[-1] == 2000
-    # Each partition's count arrives after every 50-row Arrow batch, rising to its 1,000 rows;
-    # finished tasks alone could only say 0 and 1,000.
+    assert counts[-1] == total
+    # Each partition's count arrives after every 50-row Arrow batch, rising to all its rows;
+    # finished tasks alone could only say 0 and the partition's total.
     by_partition: dict[str, list[int]] = {}
     for message in heard:
         _, partition, _, rows = message.split()
         by_partition.setdefault(partition, []).append(int(rows))
     assert sorted(by_partition) == ["0", "1"]
+    assert sum(max(rows) for rows in by_partition.values()) == total
     for rows in by_partition.values():
-        assert max(rows) == 1000 and len({r for r in rows if 0 < r < 1000}) >= 10, rows
+        assert len({r for r in rows if 0 < r < max(rows)}) >= 10, rows
 
 
 @pytest.mark.slow
@@ -88,7 +99,7 @@ def test_a_clean_shell_gets_the_summary_alone_on_stdout_and_a_quiet_stderr(launc
     # their device batches finish, not only when the partition's one Arrow batch ends.
     cmd = [str(venv_bin / launcher), "jobs/duplicates.py", "--input", str(pairs_parquet),
            "--output", str(tmp_path / "out"), "--model", str(compile_artifact("embedding")),
-           "--run-date", "2026-01-02", "--num-partitions", "2", "--arrow-batch-rows", "5000",
+           "--run-date", "2026-01-02", "--dedup", "batch", "--num-partitions", "2", "--arrow-batch-rows", "5000",
            "--batch-tokens", "256", "--progress-seconds", "0.2"]
     env = dict(CLEAN_ENV, ACCEL_SCORING_FAULT="slow_ms:100")
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)

@@ -180,7 +180,8 @@ def test_transient_cluster_dag_runs_both_jobs_and_terminates(dagbag, mode, aws, 
                                                              end_on_second_look, inline_triggers) -> None:
     import boto3
 
-    set_variable({"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "profile": "g6", "jobs": JOBS_SETTINGS})
+    set_variable({"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "profile": "g6", "jobs": JOBS_SETTINGS,
+                  "cache": "s3://deploy/cache/"})
     end_on_second_look()
     run = _dag(dagbag, "accel_scoring_emr").test(logical_date=RUN_DATE)
     states = _states(run)
@@ -200,6 +201,7 @@ def test_transient_cluster_dag_runs_both_jobs_and_terminates(dagbag, mode, aws, 
     for name, argv in args.items():
         assert argv[0] == "spark-submit"
         assert argv[argv.index("--run-date") + 1] == "2026-11-01"  # {{ ds }}
+        assert argv[argv.index("--cache") + 1] == f"s3://deploy/cache/{name.split('-')[1]}/"
 
 
 def test_failed_step_still_terminates_cluster_and_fails_the_run(dagbag, mode, aws, set_variable,

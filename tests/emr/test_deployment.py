@@ -56,6 +56,18 @@ def test_steps_for_both_jobs_in_order_with_the_run_date() -> None:
     assert args[-4:] == ["--run-date", "2026-11-01", "--backend", "onnx"]
 
 
+def test_a_configured_cache_gives_each_job_its_own_folder() -> None:
+    steps = scoring_steps({**SETTINGS, "cache": "s3://deploy/cache"}, "2026-11-01")
+    for step, job in zip(steps, ("duplicates", "query_intent")):
+        args = step["HadoopJarStep"]["Args"]
+        assert args[args.index("--cache") + 1] == f"s3://deploy/cache/{job}/"
+    assert "--cache" not in scoring_steps(SETTINGS, "2026-11-01")[0]["HadoopJarStep"]["Args"]
+    eks = {"virtual_cluster_id": "vc", "execution_role_arn": "arn:aws:iam::1:role/r", "image": "img:1"}
+    run = eks_job_runs({**SETTINGS, "cache": "s3://deploy/cache/", "eks": eks}, "2026-11-01")["query_intent"]
+    argv = run["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+    assert argv[argv.index("--cache") + 1] == "s3://deploy/cache/query_intent/"
+
+
 def test_missing_settings_are_named() -> None:
     with pytest.raises(EmrError, match="lacks log_uri"):
         cluster_request({"prefix": "s3://deploy/v1/"})
