@@ -50,12 +50,17 @@ class DistinctPlan:
             units = units.unionByName(other)
         units = units.dropDuplicates(["_key"])
         self.markers = cache.markers() if cache else []  # this run's snapshot of the cache
-        self.cached = cache.entries(self.markers) if cache else None
-        if self.cached is not None:
-            units = units.join(self.cached.select("_key", F.col("_tokens").alias("_cached_tokens")), "_key", "left")
+        self.cached = None
+        if cache:
+            entries = cache.entries(self.markers)
+            # Only keys and token counts cross the whole cache; results are read for this run's hits only.
+            keys = entries.select("_key", F.col("_tokens").alias("_cached_tokens")).dropDuplicates(["_key"])
+            units = units.join(keys, "_key", "left")
         else:
             units = units.withColumn("_cached_tokens", F.lit(None).cast("long"))
         self.units = units.persist(StorageLevel.MEMORY_AND_DISK)
+        if cache:
+            self.cached = entries.join(self.used_keys(), "_key", "left_semi").dropDuplicates(["_key"])
         self.partitions = partitions
 
     def count(self) -> UnitCounts:

@@ -76,12 +76,13 @@ class ResultCache:
         return [m for m in found if m["batch"] not in replaced]
 
     def entries(self, markers: list[dict] | None = None):
-        """The visible entries, one per key (concurrent runs may have stored a key twice)."""
+        """The visible entries; concurrent runs may have stored a key twice (with equal results),
+        so readers keep one per key."""
         markers = self.markers() if markers is None else markers
         paths = [f"{self.folder}/batches/{m['batch']}" for m in markers if m.get("entries")]
         if not paths:
             return self.spark.createDataFrame([], entry_ddl(self.task))
-        return self.spark.read.schema(entry_ddl(self.task)).parquet(*paths).dropDuplicates(["_key"])
+        return self.spark.read.schema(entry_ddl(self.task)).parquet(*paths)
 
     def size(self, markers: list[dict] | None = None) -> dict:
         markers = self.markers() if markers is None else markers
@@ -107,15 +108,18 @@ class ResultCache:
 
     def commit(self, run_id: str, run_date: str, scored, used_keys) -> int:
         """After the run's output is committed: its newly scored units (`scored`, error-free rows
-        only) become a batch, the keys it served from the cache are logged, and the marker is
+        only; None when it scored nothing) become a batch, the keys it served from the cache are logged, and the marker is
         published last. Returns the entries added."""
         from pyspark.sql import functions as F
 
         cols = ["_key", *VALUE_COLUMNS[self.task], *ENTRY_EXTRA_COLUMNS]
-        new = (scored.where(F.col("error").isNull()).withColumn("last_used", F.lit(run_date)).select(*cols))
+        new = None if scored is None else (
+            scored.where(F.col("error").isNull()).withColumn("last_used", F.lit(run_date)).select(*cols))
         batch = f"{self.folder}/batches/{run_id}"
-        new.write.mode("errorifexists").parquet(batch)
-        added = self.spark.read.parquet(batch).count()
+        added = 0
+        if scored is not None:
+            new.write.mode("errorifexists").parquet(batch)
+            added = self.spark.read.parquet(batch).count()
         used = 0
         if used_keys is not None:
             used_keys.select("_key").withColumn("used", F.lit(run_date)).write.parquet(f"{self.folder}/_used/{run_id}")
@@ -123,7 +127,7 @@ class ResultCache:
         faults.at_driver_step(1)
         hfs.publish_text(self.spark, f"{self.folder}/_commits/{run_id}.json", json.dumps({
             "batch": run_id, "task": self.task, "run_date": run_date, "entries": added, "used_log": bool(used),
-            "bytes": hfs.size_bytes(self.spark, batch),
+            "bytes": hfs.size_bytes(self.spark, batch) if added else 0,
             "committed": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}, sort_keys=True))
         faults.at_driver_step(2)
         return added
@@ -138,7 +142,7 @@ class ResultCache:
         markers = self.markers()
         before = self.size(markers)
         used_logs = [m["batch"] for m in markers if m.get("used_log")]
-        entries = self.entries(markers)
+        entries = self.entries(markers).dropDuplicates(["_key"])
         if used_logs:
             used = (self.spark.read.parquet(*[f"{self.folder}/_used/{b}" for b in used_logs])
                     .groupBy("_key").agg(F.max("used").alias("_used")))

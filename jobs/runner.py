@@ -230,7 +230,8 @@ def _score_distinct(spark, cfg, spec, workload, manifest, df, partitions, start,
                 progress.finish(int(m.get("units_scored") or 0))
             extra = {"dedup": {"level": "run", "units": counts.distinct, "units_scored": int(m.get("units_scored") or 0)}}
             if cache:
-                added = cache.commit(run_id, cfg.run_date, fresh, plan.used_keys() if counts.cached else None)
+                added = cache.commit(run_id, cfg.run_date, fresh if counts.to_score else None,
+                                     plan.used_keys() if counts.cached else None)
                 hits = int(m.get("hits") or 0)
                 extra["cache"] = {
                     "path": cfg.cache, "hits": hits, "misses": int(m.get("ok") or 0) + int(m.get("error") or 0) - hits,
