@@ -141,8 +141,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
             m, samples, extra = _score_per_batch(spark, cfg, spec, workload, df, rows_in, start, out_stream)
         else:
             m, samples, extra = _score_distinct(spark, cfg, spec, workload, manifest, df, partitions, start, out_stream)
-    except _WriteFailed as e:
-        return _fail(1, f"scoring failed: {e}")
+    except Exception as e:  # noqa: BLE001 - a failed Spark job is a failed run; say why, exit 1
+        return _fail(1, f"scoring failed: {_root_cause(e)}")
     scoring_seconds = time.time() - t_score
     summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent, samples),
                **extra}
@@ -162,17 +162,6 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     return 0
 
 
-class _WriteFailed(Exception):
-    """Scoring or writing the output failed; the message is the root cause."""
-
-
-def _write(out, cfg: JobConfig) -> None:
-    try:
-        io.write_scores(out, cfg.output)
-    except Exception as e:  # noqa: BLE001 - a failed write is a failed run; say why, exit 1
-        raise _WriteFailed(_root_cause(e)) from None
-
-
 def _score_per_batch(spark, cfg, spec, workload, df, rows_in, start, out_stream):
     """Every row through the scorer; identical texts scored once per Arrow batch."""
     from pyspark.sql import Observation
@@ -184,7 +173,7 @@ def _score_per_batch(spark, cfg, spec, workload, df, rows_in, start, out_stream)
         spec = dataclasses.replace(spec, progress=progress.address)
         scored = df.mapInPandas(Scorer(spec, workload), output_ddl(workload))
         scored = scored.observe(observation, *_row_metrics(F), *_engine_metrics(F))
-        _write(scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg)
+        io.write_scores(scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
         m = observation.get
         progress.finish(int(m.get("rows_out") or 0))
     return m, progress.samples, {"dedup": {"level": "batch"}}
@@ -218,14 +207,11 @@ def _score_distinct(spark, cfg, spec, workload, manifest, df, partitions, start,
                 else:  # everything cached: no engine is loaded at all
                     fresh = spark.createDataFrame([], scoring.output_ddl())
                 if cache and counts.to_score:  # scored once, read twice: the output and the new entries
-                    try:
-                        fresh.write.parquet(cache.staging(run_id))
-                    except Exception as e:  # noqa: BLE001
-                        raise _WriteFailed(_root_cause(e)) from None
+                    fresh.write.parquet(cache.staging(run_id))
                     fresh = spark.read.schema(scoring.output_ddl()).parquet(cache.staging(run_id))
                 rows = plan.rows(fresh)
                 rows = rows.observe(row_obs, *_row_metrics(F), F.sum(F.col("_hit").cast("long")).alias("hits"))
-                _write(rows.drop("_hit").withColumn("run_date", F.lit(cfg.run_date)), cfg)
+                io.write_scores(rows.drop("_hit").withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
                 m = {**(engine_obs.get if counts.to_score else {}), **row_obs.get}
                 progress.finish(int(m.get("units_scored") or 0))
             extra = {"dedup": {"level": "run", "units": counts.distinct, "units_scored": int(m.get("units_scored") or 0)}}

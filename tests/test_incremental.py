@@ -287,3 +287,23 @@ def test_stats_compact_and_expire(spark, compile_artifact, tmp_path, capsys):
     dropped = maintain(capsys, "expire", cache, "--keep-digest", "0" * 64)
     assert dropped.returncode == 0, dropped.stderr
     assert cache_state(spark, cache) == {}
+
+
+def test_a_run_that_fails_while_scoring_leaves_the_cache_and_its_lease_as_before(spark, compile_artifact, tmp_path,
+                                                                                 capsys):
+    from tests.test_reliability import executor_env
+
+    model = compile_artifact("pair-classification")
+    cache = tmp_path / "cache"
+    day1, day2, _ = day_frames(40)
+    run_dups(capsys, tmp_path, day1, "day1", model, cache)
+    before = cache_state(spark, cache)
+    path = tmp_path / "day2.parquet"
+    day2.to_parquet(path)
+    with executor_env(spark, **{faults.ENV: "raise_once:0"}):
+        rc, summary, err = run_job(duplicates.main, capsys, input=path, output=tmp_path / "failed", model=model,
+                                   run_date="2026-03-02", cache=cache, max_invalid_fraction=0.2)
+    assert rc == 1 and summary is None
+    assert "error: scoring failed: RuntimeError: injected fault" in err and "Traceback" not in err
+    assert cache_state(spark, cache) == before
+    assert not list(cache.glob("_running/*")) and not list(cache.glob("_staging/*"))
