@@ -142,13 +142,10 @@ def side_texts(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
 
 
 def job_texts(left: list[str], right: list[str], cores: int) -> list[list[str]]:
-    """What the job's engines encode: pairs dealt to `cores` partitions, each partition's
-    distinct side texts once (the job encodes each distinct text once per Arrow batch)."""
-    shares = []
-    for p in range(cores):
-        l, r = left[p::cores], right[p::cores]
-        shares.append(list(dict.fromkeys(l + r)))
-    return shares
+    """What the job's engines encode: each distinct side text of the run once (a bi-encoder's
+    default plan, jobs/distinct_plan.py), dealt to `cores` partitions."""
+    distinct = list(dict.fromkeys(left + right))
+    return [distinct[p::cores] for p in range(cores)]
 
 
 # ---------------------------------------------------------------- main pieces
