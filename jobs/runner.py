@@ -51,8 +51,27 @@ def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> S
         raise io.InputError(str(e)) from None
     max_seq_len = min(cfg.max_seq_len or manifest.max_seq_len, manifest.max_seq_len)
     batch_tokens = cfg.batch_tokens or registry.engine_class(backend).default_batch_tokens
+    fallback = _fallback_model(cfg, manifest, backend)
     return ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=batch_tokens,
-                      max_seq_len=max_seq_len, device=cfg.device, overlap=cfg.overlap)
+                      max_seq_len=max_seq_len, device=cfg.device, overlap=cfg.overlap, fallback=cfg.fallback_model,
+                      fallback_digest=fallback.digest if fallback else None)
+
+
+def _fallback_model(cfg: JobConfig, manifest: Manifest, backend: str) -> Manifest | None:
+    """--fallback-model's manifest, checked like --model's: the same task, runnable by `backend`."""
+    if not cfg.fallback_model:
+        return None
+    try:
+        fallback = open_manifest(cfg.fallback_model)
+    except ArtifactError as e:
+        raise io.InputError(f"--fallback-model {cfg.fallback_model}: {e}") from None
+    if fallback.task != manifest.task:
+        raise io.InputError(f"--fallback-model {cfg.fallback_model} scores {fallback.task} and --model {cfg.model} "
+                            f"scores {manifest.task}: a fallback must score the same task")
+    if not registry.engine_class(backend).runs(fallback):
+        raise io.InputError(f"--fallback-model {cfg.fallback_model} was compiled for backend {fallback.backend!r}, "
+                            f"which backend {backend} (the one --model runs on) cannot run")
+    return fallback
 
 
 def _model_error(cfg: JobConfig, e: ArtifactError) -> io.InputError:
