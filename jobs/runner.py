@@ -96,6 +96,7 @@ def _observed_metrics(F, workload):
         F.sum("_m_udf_seconds").alias("udf_seconds"),
         F.concat_ws("\n", F.collect_set("_m_worker")).alias("tasks"),  # Observation returns scalars only
         F.concat_ws("\n", F.collect_list("_m_batch")).alias("batches"),  # one per Arrow batch (jobs/timeline.py)
+        F.min(F.when(F.col("status") == "error", F.col("error"))).alias("an_error"),  # for the exit-1 line
     ]
     exprs += [F.sum((reason == code).cast("long")).alias(f"invalid_{code}") for code in REASON_CODES]
     return exprs
@@ -165,7 +166,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     if summary["bad_fraction"] > cfg.max_invalid_fraction:
         return _fail(1, f"{summary['invalid'] + summary['error']} of {rows_in} rows invalid or failed "
                         f"({summary['bad_fraction']:.2%} > --max-invalid-fraction {cfg.max_invalid_fraction:.2%}); "
-                        f"all rows were written")
+                        f"all rows were written" + (f"; an error: {m['an_error']}" if m.get("an_error") else ""))
     return 0
 
 

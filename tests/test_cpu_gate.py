@@ -157,6 +157,7 @@ def test_a_job_marks_every_row_with_the_refusal_and_exits_1(spark, int8_artifact
                                run_date="2026-12-01", backend="onnx")
     assert rc == 1 and summary["error"] == summary["rows_in"] == 40, err
     assert "40 of 40 rows invalid or failed" in err
+    assert "all rows were written; an error: artifact_refused: int8 artifact tiny-int8@1 passed its gate" in err
     rows = read_partition(tmp_path / "out", "2026-12-01")
     assert (rows.status == "error").all() and rows.score.isna().all()
     assert rows.error.str.startswith("artifact_refused: int8 artifact tiny-int8@1 passed its gate on CPU "
