@@ -8,14 +8,13 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from engines import compile as compile_cli
 from engines import hardware, onnx_optimize, parity
 from engines.artifact import MANIFEST, open_artifact, sha256_file
 from engines.errors import ParityError
-from engines.onnxruntime_cpu import OnnxRuntimeEngine
+from engines.onnxruntime_cpu import OnnxRuntimeEngine, features_text
 from tests.jobhelpers import pairs_frame, read_partition, run_job
 
 CANNED = Path(__file__).resolve().parent / "canned"
@@ -56,6 +55,10 @@ def int8_artifact(tiny_models, tmp_path_factory):
 @pytest.fixture(scope="module")
 def fp32_artifact(compile_artifact):
     return compile_artifact("embedding")
+
+
+def engine_features() -> str:
+    return features_text(hardware.cpu_features())
 
 
 def other_features() -> list[str]:
@@ -101,12 +104,6 @@ def test_other_features_rerun_the_gate_on_the_stored_rows(int8_artifact, artifac
         gate = engine.cpu_gate
     assert gate.startswith(f"gate re-run on {engine_features()}: labels agree on 100.00% of ")
     assert gate.endswith(", passed")
-
-
-def engine_features() -> str:
-    from engines.onnxruntime_cpu import features_text
-
-    return features_text(hardware.cpu_features())
 
 
 def test_a_failing_rerun_refuses_the_artifact_naming_features_and_figures(int8_artifact, artifact_copy):
