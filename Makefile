@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 DEMO_ROWS ?= 10000
 
-.PHONY: venv spark-conf demo test package bench bench-commit ray-venv clean
+.PHONY: venv spark-conf demo test package bench bench-commit bench-int8 ray-venv clean
 
 include emr/package.mk emr/airflow.mk
 
@@ -48,6 +48,11 @@ package: $(STAMP)
 bench bench-commit: $(STAMP)
 	-$(MAKE) --no-print-directory ray-venv
 	$(PY) -m bench.run $(if $(filter bench-commit,$@),--commit)
+
+# The int8 duplicates job against the fp32 one, side by side, on this CPU (bench/int8.py):
+# out/bench/results/int8.{json,md}; BENCH_COMMIT=1 writes the committed bench/results/ instead.
+bench-int8: $(STAMP)
+	$(PY) -m bench.int8 $(if $(BENCH_COMMIT),--commit)
 
 # Ray Data is one of the benchmark's peers. It gets a venv of its own (its pins are not the
 # project's), which borrows torch and transformers from .venv through a .pth file. If it cannot

@@ -1,13 +1,15 @@
 """The compile stages of the CPU backends (engines/stage.py): ONNX Runtime and TorchScript.
 
 Both are checked by running the written artifact on this machine's CPU against the
-transformers reference; an int8 ONNX graph by the score gate of engines/parity.py.
+transformers reference; an int8 ONNX graph by the score gate of engines/parity.py, whose rows
+and reference outputs the artifact keeps (parity/score_rows.npz) with this CPU's int8 features,
+so that a CPU with other int8 kernels re-runs the gate before it scores (engines/onnxruntime_cpu.py).
 """
 from __future__ import annotations
 
 import importlib.metadata
 
-from engines import parity
+from engines import hardware, parity
 from engines.stage import CompileJob, Stage
 
 
@@ -26,12 +28,19 @@ class OnnxStage(Stage):
         return {"device": "cpu", "runtime": "onnxruntime", "opset": 18, **graph}
 
     def validate(self, job: CompileJob, manifest) -> tuple[dict, list[str]]:
-        with _engine(job, manifest) as engine:
-            if job.precision in parity.SCORE_GATED:
-                return parity.check_quantized(job.module, engine, job.tokenizer, job.task, job.precision,
-                                              job.max_seq_len, threshold=job.threshold,
-                                              positive_label=job.positive_label, rows=job.parity_rows), []
-            return parity.check(job.module, engine, job.tokenizer, job.task, job.precision, job.max_seq_len), []
+        if job.precision not in parity.SCORE_GATED:
+            with _engine(job, manifest) as engine:
+                return parity.check(job.module, engine, job.tokenizer, job.task, job.precision, job.max_seq_len), []
+        from engines.onnxruntime_cpu import OnnxRuntimeEngine
+
+        with OnnxRuntimeEngine(job.work, manifest, gate_on_load=False) as engine:  # this is the gate
+            record = parity.check_quantized(job.module, engine, job.tokenizer, job.task, job.precision,
+                                            job.max_seq_len, threshold=job.threshold,
+                                            positive_label=job.positive_label, rows=job.parity_rows,
+                                            save_to=job.work / parity.SCORE_ROWS_FILE)
+        features = hardware.cpu_features()
+        record["cpu_features"] = None if features is None else list(features)
+        return record, [parity.SCORE_ROWS_FILE]
 
 
 class TorchStage(Stage):

@@ -1,4 +1,5 @@
-"""What accelerators this machine, or a Spark application's executors, have.
+"""What accelerators this machine, or a Spark application's executors, have, and which CPU
+instruction-set extensions decide its int8 kernels.
 
 Cheap probes only: no CUDA context is created and no Neuron runtime is started, so calling
 them on a driver or inside a Python worker never claims a device. Used by `--backend auto`
@@ -23,6 +24,12 @@ DMI_PRODUCT_NAME = "/sys/devices/virtual/dmi/id/product_name"
 INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")  # inf2.xlarge; not "Standard PC (Q35 ...)"
 # NeuronCore generations: an artifact compiled for one runs on instances of the same group.
 NEURON_GENERATIONS = {"inf1": "v1", "inf2": "v2", "trn1": "v2", "trn1n": "v2", "trn2": "v3", "trn2n": "v3"}
+CPUINFO = "/proc/cpuinfo"
+# The extensions that pick ONNX Runtime's int8 GEMM kernels: u8s8 dot products with VNNI or AMX;
+# without them (AVX2, AVX-512BW) the 8-bit products are summed in 16 bits, which can saturate.
+# An int8 gate holds for CPUs that report the same set (engines/onnxruntime_cpu.py).
+INT8_FEATURES = ("avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx_vnni", "amx_tile", "amx_int8",
+                 "asimddp", "i8mm", "sve")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +77,25 @@ def parse_core_list(text: str) -> list[str]:
             raise ValueError(f"not a NeuronCore list: {text!r} (expected e.g. '3', '0-2' or '0,2-3')")
         cores += [str(i) for i in range(int(lo), int(hi if sep else lo) + 1)]
     return cores
+
+
+def parse_cpu_features(cpuinfo: str) -> tuple[str, ...]:
+    """The INT8_FEATURES that a /proc/cpuinfo text lists (x86 `flags`, Arm `Features`), in that order."""
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in ("flags", "Features"):
+            have = set(value.split())
+            return tuple(f for f in INT8_FEATURES if f in have)
+    return ()
+
+
+def cpu_features(cpuinfo: str = CPUINFO) -> tuple[str, ...] | None:
+    """This machine's INT8_FEATURES; None where /proc/cpuinfo cannot be read (not Linux)."""
+    try:
+        with open(cpuinfo) as f:
+            return parse_cpu_features(f.read())
+    except OSError:
+        return None
 
 
 def neuron_devices(report) -> list[dict]:

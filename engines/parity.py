@@ -7,6 +7,9 @@ the predicted label must agree and the scores (probabilities) may move a little.
 Artifacts whose engine cannot run where they are compiled (a TensorRT plan without a GPU, a
 Neuron trace without a NeuronCore) carry the probe inputs and the reference outputs in
 `parity/probes.npz`; the engine checks itself against them when it loads (`check_stored`).
+Quantized artifacts carry their score gate's rows in `parity/score_rows.npz`: int8 kernels
+differ by CPU instruction set, so the ONNX Runtime engine re-runs the gate on a CPU unlike the
+one it passed on (`check_stored_scores`).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from engines import probes
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 PROBES_FILE = "parity/probes.npz"
+SCORE_ROWS_FILE = "parity/score_rows.npz"  # a quantized artifact's gate rows: feeds and reference outputs
 
 # fp32 tolerances (issue #2): logits max |diff|, embeddings min cosine.
 LOGITS_ATOL = {"fp32": 1e-4}
@@ -121,9 +125,9 @@ def check(module, engine, tokenizer, task: str, precision: str, max_seq_len: int
     return compare(refs, [engine.infer(feed) for feed in batches], task, precision)
 
 
-def save_probes(path: Path, batches: list[dict[str, np.ndarray]], refs: list[np.ndarray]) -> None:
-    """Write probe inputs and reference outputs for a check on the target hardware."""
-    arrays = {}
+def save_probes(path: Path, batches: list[dict[str, np.ndarray]], refs: list[np.ndarray], **extra: np.ndarray) -> None:
+    """Write probe inputs and reference outputs (and `extra` arrays) for a check on the target hardware."""
+    arrays = dict(extra)
     for i, (feed, ref) in enumerate(zip(batches, refs)):
         arrays.update({f"b{i}_{k}": feed[k] for k in INPUTS})
         arrays[f"b{i}_reference"] = np.asarray(ref, dtype=np.float32)
@@ -132,11 +136,18 @@ def save_probes(path: Path, batches: list[dict[str, np.ndarray]], refs: list[np.
         np.savez_compressed(f, **arrays)
 
 
-def load_probes(path: Path) -> tuple[list[dict[str, np.ndarray]], list[np.ndarray]]:
+def _read_probes(path: Path) -> tuple[list[dict[str, np.ndarray]], list[np.ndarray], dict[str, np.ndarray]]:
     with np.load(path) as data:
-        n = len({k.split("_", 1)[0] for k in data.files})
+        batch_keys = [k for k in data.files if k[:1] == "b" and k.split("_", 1)[0][1:].isdigit()]
+        n = len({k.split("_", 1)[0] for k in batch_keys})
         batches = [{k: data[f"b{i}_{k}"] for k in INPUTS} for i in range(n)]
         refs = [data[f"b{i}_reference"] for i in range(n)]
+        extra = {k: data[k] for k in data.files if k not in batch_keys}
+    return batches, refs, extra
+
+
+def load_probes(path: Path) -> tuple[list[dict[str, np.ndarray]], list[np.ndarray]]:
+    batches, refs, _ = _read_probes(path)
     return batches, refs
 
 
@@ -151,47 +162,44 @@ def check_stored(infer, folder: Path, task: str, precision: str) -> dict | None:
     return record
 
 
-def _outputs(module, engine, tokenizer, texts: list, max_seq_len: int, pairs: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Reference and engine outputs for texts (or (left, right) tuples for a cross-encoder)."""
-    # Batches of 32 of similar length: far less padding, and the reference is the slow side.
+def _score_feeds(tokenizer, task: str, rows: list, max_seq_len: int) -> tuple[list[dict], np.ndarray | None]:
+    """The gate's rows as engine feeds, and for `embedding` each pair's (left, right) output row.
+
+    A bi-encoder encodes each distinct text once; texts (or cross-encoder pairs) go in batches
+    of 32 of similar length (far less padding; the reference is the slow side), and the outputs
+    are read in that order.
+    """
+    texts = list(dict.fromkeys(t for pair in rows for t in pair)) if task == "embedding" else rows
+    pairs = task == "pair-classification"
     order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1]) if pairs else len(texts[i]))
     ranked = [texts[i] for i in order]
     encode = _encoder(tokenizer, pairs, max_seq_len)
     feeds = [encode(ranked[i:i + 32]) for i in range(0, len(ranked), 32)]
-    ref_out = np.concatenate(reference_outputs(module, feeds))
-    got_out = np.concatenate([np.asarray(engine.infer(feed)) for feed in feeds])
-    back = np.argsort(order)
-    return ref_out[back].astype(np.float64), got_out[back].astype(np.float64)
+    if task != "embedding":
+        return feeds, None
+    at = {texts[i]: k for k, i in enumerate(order)}
+    return feeds, np.array([[at[a], at[b]] for a, b in rows], dtype=np.int64)
 
 
-def score_check(module, engine, tokenizer, task: str, precision: str, max_seq_len: int, *, threshold: float = 0.5,
-                positive_label: int | None = None, rows: list | None = None) -> dict:
-    """Label agreement and p99 |score diff| between engine and reference on scored rows.
+def judge_scores(task: str, precision: str, ref: np.ndarray, got: np.ndarray, sides: np.ndarray | None = None, *,
+                 threshold: float = 0.5, positive_label: int | None = None) -> dict:
+    """The score gate's record for engine outputs `got` against reference outputs `ref`.
 
     A row is what a job scores: a (left, right) pair for `embedding` (score: the cosine of the
-    two sides) and `pair-classification` (score: P(positive)), a text for `text-classification`
-    (label: the top class; score diff: the largest change of any class probability). Labels of
-    pair tasks are `score >= threshold`. `rows` defaults to `probes.scored_rows(task)`.
+    two sides, `sides` giving each pair's output rows) and `pair-classification` (score:
+    P(positive)), a text for `text-classification` (label: the top class; score diff: the largest
+    change of any class probability). Labels of pair tasks are `score >= threshold`.
     """
-    rows = list(rows if rows is not None else probes.scored_rows(task))
-    if len(rows) < MIN_SCORE_ROWS:
-        raise ValueError(f"a {precision} parity check needs at least {MIN_SCORE_ROWS} rows, got {len(rows)}")
+    ref, got = np.asarray(ref, dtype=np.float64), np.asarray(got, dtype=np.float64)
     if task == "embedding":
-        texts = list(dict.fromkeys([t for pair in rows for t in pair]))
-        where = {t: i for i, t in enumerate(texts)}
-        ref, got = _outputs(module, engine, tokenizer, texts, max_seq_len, pairs=False)
-        li = np.array([where[a] for a, _ in rows])
-        ri = np.array([where[b] for _, b in rows])
-
         def cosine(e):
             e = e / np.linalg.norm(e, axis=1, keepdims=True)
-            return (e[li] * e[ri]).sum(1)
+            return (e[sides[:, 0]] * e[sides[:, 1]]).sum(1)
 
         s_ref, s_got = cosine(ref), cosine(got)
         same = (s_ref >= threshold) == (s_got >= threshold)
         diff = np.abs(s_got - s_ref)
     else:
-        ref, got = _outputs(module, engine, tokenizer, rows, max_seq_len, pairs=task == "pair-classification")
         p_ref, p_got = _probabilities(ref), _probabilities(got)
         if task == "pair-classification":
             pos = p_ref.shape[1] - 1 if positive_label is None else positive_label
@@ -200,11 +208,44 @@ def score_check(module, engine, tokenizer, task: str, precision: str, max_seq_le
         else:
             same = p_ref.argmax(1) == p_got.argmax(1)
             diff = np.abs(p_got - p_ref).max(axis=1)
-    record = {"score_rows": len(rows), "label_agreement": float(same.mean()),
+    record = {"score_rows": len(same), "label_agreement": float(same.mean()),
               "p99_score_diff": float(np.percentile(diff, 99)), "max_score_diff": float(diff.max())}
     record["score_tolerance"] = {"label_agreement": LABEL_AGREEMENT[precision], "p99_score_diff": SCORE_P99[precision]}
     record["passed"] = (record["label_agreement"] >= LABEL_AGREEMENT[precision]
                         and record["p99_score_diff"] <= SCORE_P99[precision])
+    return record
+
+
+def score_check(module, engine, tokenizer, task: str, precision: str, max_seq_len: int, *, threshold: float = 0.5,
+                positive_label: int | None = None, rows: list | None = None, save_to: Path | None = None) -> dict:
+    """Label agreement and p99 |score diff| between engine and reference on scored rows
+    (judge_scores); `rows` defaults to `probes.scored_rows(task)`.
+
+    `save_to`: also write the rows' feeds and reference outputs there (SCORE_ROWS_FILE), so
+    the gate can be re-run where the artifact lands (check_stored_scores).
+    """
+    rows = list(rows if rows is not None else probes.scored_rows(task))
+    if len(rows) < MIN_SCORE_ROWS:
+        raise ValueError(f"a {precision} parity check needs at least {MIN_SCORE_ROWS} rows, got {len(rows)}")
+    feeds, sides = _score_feeds(tokenizer, task, rows, max_seq_len)
+    refs = reference_outputs(module, feeds)
+    if save_to is not None:
+        save_probes(save_to, feeds, refs, **({} if sides is None else {"sides": sides}))
+    got = np.concatenate([np.asarray(engine.infer(feed)) for feed in feeds])
+    return judge_scores(task, precision, np.concatenate(refs), got, sides, threshold=threshold,
+                        positive_label=positive_label)
+
+
+def check_stored_scores(infer, folder: Path, manifest) -> dict | None:
+    """The score gate re-run with `infer` on the rows the artifact's gate stored; None if it stored none."""
+    path = Path(folder) / SCORE_ROWS_FILE
+    if not path.is_file():
+        return None
+    feeds, refs, extra = _read_probes(path)
+    got = np.concatenate([np.asarray(infer(feed)) for feed in feeds])
+    record = judge_scores(manifest.task, manifest.precision, np.concatenate(refs), got, extra.get("sides"),
+                          threshold=manifest.threshold, positive_label=manifest.positive_label)
+    record["where"] = "on load, against the compile-time reference outputs"
     return record
 
 

@@ -36,6 +36,7 @@ class JobConfig:
     instance_type: str | None = None  # None: what EC2 instance metadata says, else no cost
     usd_per_hour: float | None = None  # None: jobs/prices.py's price for the instance type
     instances: int | None = None  # None: distinct executor hosts in the task list
+    fallback_model: str | None = None  # scored where a worker's engine refuses --model (jobs/runner.py)
     extra: dict = dataclasses.field(default_factory=dict)  # job-specific flags
 
 
@@ -121,6 +122,10 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     req.add_argument("--output", required=True, help="output root; rows land in <output>/run_date=<date>/")
     req.add_argument("--model", required=True, help="artifact folder made by `python -m engines.compile` (or s3://)")
     opt = p.add_argument_group("Optional arguments")
+    opt.add_argument("--fallback-model", default=None,
+                     help="artifact (fp32) a worker scores with where its engine refuses --model on its hardware "
+                          "(an int8 gate failing on its CPU's instruction set, a plan failing parity on its GPU); "
+                          "default: none, those rows are marked error")
     opt.add_argument("--run-date", type=_date, default=dt.datetime.now(dt.timezone.utc).date().isoformat(),
                      help="partition to (re)write, YYYY-MM-DD; default: today (UTC)")
     opt.add_argument("--input-format", choices=FORMATS, default=None, help="default: from the input path's suffix, else parquet")
@@ -169,5 +174,6 @@ def config_from(args: argparse.Namespace, extra: dict) -> JobConfig:
         arrow_batch_rows=args.arrow_batch_rows, device=args.device, master=args.master,
         progress_seconds=args.progress_seconds, overlap=args.overlap, verbose=args.verbose,
         cache=args.cache.rstrip("/") if args.cache else None, dedup=args.dedup,
-        instance_type=args.instance_type, usd_per_hour=args.usd_per_hour, instances=args.instances, extra=extra,
+        instance_type=args.instance_type, usd_per_hour=args.usd_per_hour, instances=args.instances,
+        fallback_model=args.fallback_model, extra=extra,
     )

@@ -83,11 +83,11 @@ class DistinctPlan:
         """Every input row in the job's output columns (plus `_hit`: all its units came from the
         cache), from the freshly scored units (`fresh`, without metric columns) and the cache."""
         value_cols = self.spec.value_columns
-        results = fresh.select("_key", *value_cols, "truncated", "error", F.lit(False).alias("_from_cache"))
+        results = fresh.select("_key", *value_cols, "truncated", "error", "_model", F.lit(False).alias("_from_cache"))
         if self.cached is not None:
             results = results.unionByName(self.cached.select(
                 "_key", *value_cols, "truncated", F.lit(None).cast("string").alias("error"),
-                F.lit(True).alias("_from_cache")))
+                F.lit(self.manifest.model_id).alias("_model"), F.lit(True).alias("_from_cache")))
         rows = self.keyed
         for slot in self.spec.slots:
             r = results.select(*(F.col(c).alias(f"_r_{slot}_{c}") for c in results.columns))
@@ -113,7 +113,8 @@ class DistinctPlan:
         hit = F.lit(True)
         for slot in slots:
             hit = hit & F.coalesce(r[slot]("_from_cache"), F.lit(False))
-        common = [F.lit(self.manifest.model_id).alias("model"), status.alias("status"), error.alias("error"),
+        model = F.coalesce(*(r[s]("_model") for s in slots), F.lit(self.manifest.model_id))
+        common = [model.alias("model"), status.alias("status"), error.alias("error"),
                   F.when(invalid.isNull(), truncated).otherwise(F.lit(False)).alias("truncated"),
                   (invalid.isNull() & hit).alias("_hit")]
         id_col = F.col(self.workload.id_column)

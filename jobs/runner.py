@@ -52,8 +52,27 @@ def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> S
         raise io.InputError(str(e)) from None
     max_seq_len = min(cfg.max_seq_len or manifest.max_seq_len, manifest.max_seq_len)
     batch_tokens = cfg.batch_tokens or registry.engine_class(backend).default_batch_tokens
+    fallback = _fallback_model(cfg, manifest, backend)
     return ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=batch_tokens,
-                      max_seq_len=max_seq_len, device=cfg.device, overlap=cfg.overlap)
+                      max_seq_len=max_seq_len, device=cfg.device, overlap=cfg.overlap, fallback=cfg.fallback_model,
+                      fallback_digest=fallback.digest if fallback else None)
+
+
+def _fallback_model(cfg: JobConfig, manifest: Manifest, backend: str) -> Manifest | None:
+    """--fallback-model's manifest, checked like --model's: the same task, runnable by `backend`."""
+    if not cfg.fallback_model:
+        return None
+    try:
+        fallback = open_manifest(cfg.fallback_model)
+    except ArtifactError as e:
+        raise io.InputError(f"--fallback-model {cfg.fallback_model}: {e}") from None
+    if fallback.task != manifest.task:
+        raise io.InputError(f"--fallback-model {cfg.fallback_model} scores {fallback.task} and --model {cfg.model} "
+                            f"scores {manifest.task}: a fallback must score the same task")
+    if not registry.engine_class(backend).runs(fallback):
+        raise io.InputError(f"--fallback-model {cfg.fallback_model} was compiled for backend {fallback.backend!r}, "
+                            f"which backend {backend} (the one --model runs on) cannot run")
+    return fallback
 
 
 def _model_error(cfg: JobConfig, e: ArtifactError) -> io.InputError:
@@ -70,6 +89,7 @@ def _row_metrics(F):
         F.sum((F.col("status") == "invalid_input").cast("long")).alias("invalid"),
         F.sum((F.col("status") == "error").cast("long")).alias("error"),
         F.sum(F.col("truncated").cast("long")).alias("truncated"),
+        F.min(F.when(F.col("status") == "error", F.col("error"))).alias("an_error"),  # for the exit-1 line
     ]
     return exprs + [F.sum((reason == code).cast("long")).alias(f"invalid_{code}") for code in REASON_CODES]
 
@@ -94,6 +114,9 @@ def dedup_level(cfg: JobConfig, manifest: Manifest) -> str:
     """Where identical texts are scored once: the run (a Spark distinct) or each Arrow batch."""
     if cfg.cache and cfg.dedup == "batch":
         raise io.InputError("--cache scores each distinct text once per run; it cannot be combined with --dedup batch")
+    if cfg.cache and cfg.fallback_model:
+        raise io.InputError("--cache keeps one artifact's results, and --fallback-model would score some rows with "
+                            "another artifact; give one or the other")
     if cfg.dedup:
         return cfg.dedup
     return "run" if cfg.cache or manifest.task == "embedding" else "batch"
@@ -158,7 +181,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     if summary["bad_fraction"] > cfg.max_invalid_fraction:
         return _fail(1, f"{summary['invalid'] + summary['error']} of {rows_in} rows invalid or failed "
                         f"({summary['bad_fraction']:.2%} > --max-invalid-fraction {cfg.max_invalid_fraction:.2%}); "
-                        f"all rows were written")
+                        f"all rows were written" + (f"; an error: {m['an_error']}" if m.get("an_error") else ""))
     return 0
 
 

@@ -161,6 +161,10 @@ def test_cache_with_dedup_batch_is_refused_before_spark(tmp_path, capsys, compil
     rc, _, err = run_job(duplicates.main, capsys, input=tmp_path / "x.parquet", output=tmp_path / "o",
                          model=compile_artifact("pair-classification"), cache=tmp_path / "c", dedup="batch")
     assert rc == 2 and "--cache scores each distinct text once per run" in err
+    rc, _, err = run_job(duplicates.main, capsys, input=tmp_path / "x.parquet", output=tmp_path / "o",
+                         model=compile_artifact("pair-classification"), cache=tmp_path / "c",
+                         fallback_model=compile_artifact("pair-classification"))
+    assert rc == 2 and "--cache keeps one artifact's results" in err
 
 
 def cache_state(spark, cache) -> dict:

@@ -3,7 +3,8 @@
 A batch that fails (out of memory, a runtime error) is split in half and retried, down to
 single rows; a row that still fails gets an error message instead of killing the task. An
 EngineCallError (the runtime refused the engine's own call) fails every batch alike, so it is
-raised at once instead.
+raised at once instead. An engine that refused its artifact on this worker (udfs/runtime.py's
+RefusedEngine) runs nothing: every row gets its reason.
 """
 from __future__ import annotations
 
@@ -38,8 +39,13 @@ class RunResult:
 
 def run_encoded(engine, enc: Encoded, token_budget: int, on_rows=None) -> RunResult:
     """`on_rows(rows)`, when given, hears the encoded rows each finished device batch settled."""
-    spec = engine.spec
     lengths = enc.lengths
+    refused = getattr(engine, "refused", None)
+    if refused:
+        if on_rows is not None:
+            on_rows(np.arange(len(lengths)))
+        return RunResult(np.full((len(lengths), 1), np.nan), [refused] * len(lengths), RunStats())
+    spec = engine.spec
     stats = RunStats(real_tokens=int(lengths.sum()))
     outputs: np.ndarray | None = None
     errors: list = [None] * len(lengths)

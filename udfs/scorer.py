@@ -68,7 +68,7 @@ class Scorer:
         device = bind_device(spec.backend, spec.device, resources)
         threads = task_cpus()
         runtime, loaded = WORKER_CACHE.get_or_load(
-            (spec.digest, spec.backend, str(device)), lambda: load_runtime(spec, device, threads))
+            (spec.digest, spec.fallback_digest, spec.backend, str(device)), lambda: load_runtime(spec, device, threads))
         runtime = faults.limit_capacity(runtime)
         ctx = TaskContext.get()
         partition, attempt = (ctx.partitionId(), ctx.attemptNumber()) if ctx else (None, None)

@@ -129,7 +129,7 @@ class UnitScoring:
         self.spec = spec
 
     def output_ddl(self) -> str:
-        return f"_key string, {self.spec.value_ddl}, truncated boolean, _tokens long, error string"
+        return f"_key string, {self.spec.value_ddl}, truncated boolean, _tokens long, error string, _model string"
 
     def prepare(self, runtime, frame: pd.DataFrame) -> workloads.Prepared:
         a = frame["_a"].tolist()
@@ -157,5 +157,6 @@ class UnitScoring:
                 scored.values, good, runtime.manifest.labels, self.spec.top_k)
         else:  # float32 is what every engine returns, so the cache stores embeddings losslessly
             out["embedding"] = [v.astype(np.float32) if g else None for v, g in zip(scored.values, good)]
-        out.update(truncated=scored.truncated, _tokens=tok.enc.lengths, error=errors)
+        # _model: the artifact that scored (--fallback-model's where a worker refused --model's)
+        out.update(truncated=scored.truncated, _tokens=tok.enc.lengths, error=errors, _model=runtime.manifest.model_id)
         return pd.DataFrame(out), scored
