@@ -210,8 +210,13 @@ def _spark_jobs(spark) -> list[dict]:
         j = jobs.apply(i)
         start, end = j.submissionTime(), j.completionTime()
         seconds = (end.get().getTime() - start.get().getTime()) / 1000 if start.isDefined() and end.isDefined() else None
-        out.append({"id": j.jobId(), "name": j.name(), "seconds": seconds})
+        out.append({"id": j.jobId(), "name": call_site(j.name()), "seconds": seconds})
     return out
+
+
+def call_site(name: str) -> str:
+    """A Spark job's name with this checkout's path dropped: `first at jobs/distinct_plan.py:66`."""
+    return name.replace(f"{ROOT}{os.sep}", "")
 
 
 def nightly(spark, model: Path, work: Path, cores: int, n: int) -> dict:
@@ -325,6 +330,10 @@ def markdown(r: dict) -> str:
     return "\n".join(out)
 
 
+def _count(x) -> str:
+    return "–" if x is None else f"{x:,}"
+
+
 def _fmt_seconds(x) -> str:
     return "–" if x is None else f"{x:.2f}"
 
@@ -337,7 +346,7 @@ def _run_table(runs: list[dict]) -> list[str]:
         texts = "–" if x["texts_encoded"] is None else f"{x['texts_encoded']:,}"
         rows.append(f"| {x['run']} | {x['pairs']:,} | {x['scoring_seconds']:.1f} | {x['wall_seconds']:.1f} | "
                     f"{x['engine_seconds']:.1f} | {x['tokenize_seconds']:.1f} | {texts} | {x['real_tokens']:,} | "
-                    f"{cache.get('hits', '–')} | {cache.get('misses', '–')} | {x['pairs_per_second']:.1f} | "
+                    f"{_count(cache.get('hits'))} | {_count(cache.get('misses'))} | {x['pairs_per_second']:.1f} | "
                     f"{x['spark_jobs']} | {x['spark_overhead_seconds']:.1f} |")
     return rows
 
@@ -376,7 +385,8 @@ def plot(r: dict, path: Path) -> bool:
     for ax in (ax1, ax2):
         ax.tick_params(axis="y", labelsize=8)
     m = r["meta"]
-    fig.suptitle(f"accel-scoring incremental runs · {m['started'][:10]} · MiniLM fp32, {m['cores']} CPU cores · "
+    scaled = "" if m["scale"] == 1 else f" · {m['scale']:g} of the issue's sizes"
+    fig.suptitle(f"accel-scoring incremental runs{scaled} · {m['started'][:10]} · MiniLM fp32, {m['cores']} CPU cores · "
                  f"load average {m['loadavg_start'][0]:.1f} at start", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
