@@ -35,8 +35,9 @@ def start_spark(cores: int):
     return spark, time.perf_counter() - t0
 
 
-def run_job(main, *, input: Path, output: Path, model: Path, partitions: int, extra: list[str] = ()) -> dict:
-    argv = ["--input", str(input), "--output", str(output), "--model", str(model), "--run-date", RUN_DATE,
+def run_job(main, *, input: Path, output: Path, model: Path, partitions: int, extra: list[str] = (),
+            run_date: str = RUN_DATE) -> dict:
+    argv = ["--input", str(input), "--output", str(output), "--model", str(model), "--run-date", run_date,
             "--num-partitions", str(partitions), "--progress-seconds", "3600", *extra]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

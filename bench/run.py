@@ -110,6 +110,12 @@ def _code_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def minilm_compile_args(*extra: str) -> list[str]:
+    """engines.compile's arguments for the bench's all-MiniLM-L6-v2 bi-encoder artifacts."""
+    return ["--model", str(minilm_dir()), "--task", "embedding", "--name", "all-minilm-l6-v2", "--version", "1",
+            "--max-seq-len", "256", "--threshold", str(THRESHOLD), *extra]
+
+
 def ensure_intent_artifact(out: Path) -> Path:
     from engines import centroid
     from engines.artifact import open_artifact
@@ -235,8 +241,7 @@ def build_artifacts(quick: bool, work: Path) -> dict:
     gate_pairs = 240 if quick else 600
     gate = work / f"int8-gate-pairs-{gate_pairs}.parquet"  # the duplicates job's own input layout
     datasets.product_pairs(gate_pairs, seed=99).drop(columns=["label"]).to_parquet(gate, index=False)
-    base = ["--model", str(minilm_dir()), "--task", "embedding", "--name", "all-minilm-l6-v2", "--version", "1",
-            "--max-seq-len", "256", "--threshold", str(THRESHOLD)]
+    base = minilm_compile_args()
     built = {
         "onnx-fp32-fused": ensure_artifact(art_root / "minilm-fp32-fused", base + ["--optimize", "fusion"]),
         "onnx-fp32-plain": ensure_artifact(art_root / "minilm-fp32-plain", base + ["--optimize", "none"]),
@@ -540,14 +545,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    # Spark's Python workers and the spawned engine processes import this checkout.
+def prepare_environment() -> None:
+    """Spark's Python workers and the spawned engine processes import this checkout, offline."""
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    prepare_environment()
     results = run(args)
     from bench import report
 
@@ -555,6 +564,9 @@ def main(argv: list[str] | None = None) -> int:
     log("wrote " + ", ".join(str(p) for p in paths))
     for t in results["targets"]:
         log(f"target {t['target']}: {t['value']} (goal {t['goal']}) {'MET' if t['met'] else 'not met'} - {t['note']}")
+    from bench import incremental  # its own Spark session and files: incremental.json, .md, .png
+
+    incremental.run(args.quick, args.out, args.work, args.cores)
     return 0
 
 

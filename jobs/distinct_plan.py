@@ -7,7 +7,8 @@
 A unit is a cross-encoder's pair, a classifier's query, or one side of a bi-encoder pair
 (udfs/units.py), so a product that appears in many candidate pairs is embedded once. The keyed
 rows and the distinct units are persisted: three Spark jobs read them (the count that sizes the
-progress bar, the scoring, the join back), and none may run the workers' Python twice.
+progress bar, the scoring, the join back), and none may run the workers' Python twice. So are a
+bi-encoder's scored units, which the join back reads once per side.
 """
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ class DistinctPlan:
         if cache:
             self.cached = entries.join(self.used_keys(), "_key", "left_semi").dropDuplicates(["_key"])
         self.partitions = partitions
+        self.persisted: list[DataFrame] = []
 
     def count(self) -> UnitCounts:
         cached = F.col("_cached_tokens").isNotNull()
@@ -83,6 +85,9 @@ class DistinctPlan:
         """Every input row in the job's output columns (plus `_hit`: all its units came from the
         cache), from the freshly scored units (`fresh`, without metric columns) and the cache."""
         value_cols = self.spec.value_columns
+        if len(self.spec.slots) > 1:  # joined once per slot, and adaptive execution does not reuse
+            fresh = fresh.persist(StorageLevel.MEMORY_AND_DISK)  # the exchange: the engine would run twice
+            self.persisted.append(fresh)
         results = fresh.select("_key", *value_cols, "truncated", "error", "_model", F.lit(False).alias("_from_cache"))
         if self.cached is not None:
             results = results.unionByName(self.cached.select(
@@ -132,6 +137,8 @@ class DistinctPlan:
                            *common)
 
     def close(self) -> None:
+        for df in self.persisted:
+            df.unpersist()
         self.units.unpersist()
         self.keyed.unpersist()
 
