@@ -56,12 +56,13 @@ def moto(spark):
             mp.delenv("AWS_PROFILE", raising=False)
             for key, value in settings.items():
                 hadoop.set(key, value)
-            server.env = env
             yield server
     finally:
+        jvm = spark.sparkContext._jvm
+        for bucket in (BUCKET, "no-such-bucket", "their-bucket"):  # the s3a clients bound to this server
+            jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI(f"s3a://{bucket}/"), hadoop).close()
         for key in settings:
             hadoop.unset(key)
-        spark.sparkContext._jvm.org.apache.hadoop.fs.FileSystem.closeAll()  # s3a clients bound to this server
         server.stop()
 
 
