@@ -106,8 +106,12 @@ class RoleCredentials:
                            "Expiration": datetime.fromtimestamp(time.time() + 3600, timezone.utc)
                            .strftime("%Y-%m-%dT%H:%M:%SZ")}).encode()
 
+        self.served = 0  # credential requests answered: how a test knows the role was used
+        role = self
+
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                role.served += 1
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))

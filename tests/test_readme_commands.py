@@ -83,7 +83,7 @@ def s3_platform(placeholders, compile_artifact):
             for path in sorted(artifact.rglob("*")):
                 if path.is_file():
                     s3.upload_file(str(path), bucket, S3_MODEL.split("/", 3)[3] + path.relative_to(artifact).as_posix())
-            yield {"url": server.url, "env": {**role.env(), "AWS_ENDPOINT_URL": server.url,
+            yield {"url": server.url, "role": role, "env": {**role.env(), "AWS_ENDPOINT_URL": server.url,
                                               "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
                                               "AWS_EC2_METADATA_DISABLED": "true"}}
     finally:
@@ -114,3 +114,5 @@ def test_marked_commands_run_as_written_in_a_clean_shell(doc, placeholders, tmp_
             proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
             assert proc.returncode == 0, f"{doc.name}: `{command}` exited {proc.returncode}:\n{proc.stderr[-3000:]}"
             assert "Traceback" not in proc.stderr, f"{doc.name}: `{command}`:\n{proc.stderr[-3000:]}"
+            if s3:  # the credentials came from the role, not from anything in the command or the shell
+                assert s3["role"].served, f"{doc.name}: `{command}` never asked the role for credentials"
