@@ -30,8 +30,9 @@ JARS = {  # file name -> sha256
 
 
 def cache_dir() -> Path:
-    """Outside the checkout, so a fresh clone of the same machine reuses it."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accel-scoring" / "s3a-jars"
+    """Outside the checkout, so a fresh clone of the same machine reuses it; the README's
+    `--jars` line names this folder."""
+    return Path.home() / ".cache" / "accel-scoring" / "s3a-jars"
 
 
 def cached(root: Path | None = None) -> list[Path] | None:
@@ -53,7 +54,7 @@ def fetch(root: Path | None = None) -> list[Path]:
     with tempfile.TemporaryDirectory(prefix=".s3a-jars-", dir=folder.parent) as tmp:
         download = Path(tmp) / "download"
         proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                               "--no-build-isolation", "--disable-pip-version-check", "-d", str(download), SDIST],
+                               "--disable-pip-version-check", "-d", str(download), SDIST],
                               capture_output=True, text=True)
         if proc.returncode:
             raise RuntimeError(f"pip could not download {SDIST}:\n{proc.stdout}{proc.stderr}")
