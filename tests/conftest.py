@@ -95,8 +95,9 @@ def spark():
 
     builder = SparkSession.builder
     jars = s3a_jars.cached()
-    if jars:  # on the classpath only if there when the JVM starts
-        builder = builder.config("spark.jars", s3a_jars.jars_option(jars))
+    if jars:  # on the driver's classpath (local mode: the executor's too), which is set when the JVM starts;
+        # spark.jars would also copy the 190 MB SDK bundle into every session's scratch folder
+        builder = builder.config("spark.driver.extraClassPath", ":".join(str(p) for p in jars))
     session = (builder.master("local[2]").appName("accel-scoring-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
