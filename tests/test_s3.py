@@ -274,8 +274,6 @@ def test_a_killed_run_leaves_the_previous_output_and_no_credentials_in_its_logs(
                     on_start=kill_once_files_are_staged, kill_on_return=True)
     assert killed.rc < 0 and killed.summary is None, killed.stderr[-3000:]
     left = leftovers(s3, "killed/out/")
-    with capsys.disabled():
-        print(f"\nleft on S3 by the killed run: {left}")
     assert left and all(k.startswith("killed/out/.spark-staging-") for k in left), left
     pd.testing.assert_frame_equal(read_date(spark, output, day).sort_values("pair_id", ignore_index=True), before)
     assert sorted(pyarrow_ids(moto.url, f"{BUCKET}/killed/out/run_date={day}")) == sorted(v1.pair_id)
