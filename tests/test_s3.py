@@ -233,9 +233,9 @@ def test_an_output_bucket_that_denies_writes_exits_2_and_writes_nothing(spark, s
 def test_a_killed_run_leaves_the_previous_output_and_no_credentials_in_its_logs(spark, s3, moto, pair_model, tmp_path,
                                                                                 capsys):
     """spark-submit, as on a cluster: day D is written from v1 (credentials in --conf, INFO logs);
-    a run of D from v2 is SIGKILLed once some of its tasks have staged files on S3; readers (s3a
-    and pyarrow) still see exactly v1. What the killed run leaves is its staging prefix, which
-    the re-run (exact v2) neither needs nor removes."""
+    a run of D from v2 is SIGKILLed once two of its tasks have committed their files to its
+    staging prefix on S3; readers (s3a and pyarrow) still see exactly v1. What the killed run
+    leaves is that staging prefix, which the re-run (exactly v2) neither needs nor removes."""
     from tests import s3a_jars
 
     day, output = "2026-10-05", f"s3a://{BUCKET}/killed/out"
@@ -258,20 +258,20 @@ def test_a_killed_run_leaves_the_previous_output_and_no_credentials_in_its_logs(
     before = read_date(spark, output, day).sort_values("pair_id", ignore_index=True)
     assert len(before) == 80
 
-    def staged_parts():
-        return [k for k in objects(s3, "killed/out/.spark-staging-") if k.endswith(".parquet")]
+    def committed_tasks():  # a task commit renames its attempt's folder to _temporary/0/task_…
+        return [k for k in objects(s3, "killed/out/.spark-staging-") if "/_temporary/0/task_" in k]
 
-    def kill_once_files_are_staged(proc):
+    def kill_once_tasks_have_committed(proc):
         deadline = time.monotonic() + 240
         while proc.poll() is None and time.monotonic() < deadline:
-            if len(staged_parts()) >= 2:
+            if len(committed_tasks()) >= 2:  # partitions 0 and 1; partition 3 stalls
                 return  # submit() SIGKILLs the driver, its JVM and the Python workers when this returns
             time.sleep(0.2)
-        raise AssertionError(f"no staged part files appeared (driver exit {proc.poll()})")
+        raise AssertionError(f"no task committed its files (driver exit {proc.poll()})")
 
     killed = submit("jobs/duplicates.py", ["--input", second, *args], master="local[2]", conf=conf,
                     env={faults.ENV: "stall:3"}, log_dir=tmp_path, name="killed",
-                    on_start=kill_once_files_are_staged, kill_on_return=True)
+                    on_start=kill_once_tasks_have_committed, kill_on_return=True)
     assert killed.rc < 0 and killed.summary is None, killed.stderr[-3000:]
     left = leftovers(s3, "killed/out/")
     assert left and all(k.startswith("killed/out/.spark-staging-") for k in left), left
