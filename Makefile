@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 DEMO_ROWS ?= 10000
 
-.PHONY: venv spark-conf demo test package bench bench-commit bench-int8 ray-venv clean
+.PHONY: venv spark-conf demo test s3a-jars package bench bench-commit bench-int8 ray-venv clean
 
 include emr/package.mk emr/airflow.mk
 
@@ -34,8 +34,13 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m bench.demo --rows $(DEMO_ROWS)
 
+# Spark's s3a filesystem for tests/test_s3.py: hadoop-aws 3.3.1 and its AWS SDK bundle, fetched
+# once into ~/.cache/accel-scoring/s3a-jars/ and checked against the sha256 in tests/s3a_jars.py.
+s3a-jars: $(STAMP)
+	$(PY) -m tests.s3a_jars
+
 # The Airflow DAG tests run in their own venv (emr/airflow.mk): Airflow's pins clash with Spark's.
-test: $(STAMP) $(AIRFLOW_STAMP)
+test: $(STAMP) $(AIRFLOW_STAMP) s3a-jars
 	$(PY) -m pytest --ignore=tests/airflow
 	$(MAKE) --no-print-directory test-airflow
 

@@ -116,10 +116,14 @@ def check_output(spark: SparkSession, output: str, flag: str = "--output") -> No
     path = fs.makeQualified(path)
     absent = []  # path and the parents that do not exist yet, deepest first
     node = path
-    while node is not None and not fs.exists(node):
-        absent.append(node)
-        node = node.getParent()
-    if node is not None and fs.getFileStatus(node).isFile():
+    try:
+        while node is not None and not fs.exists(node):
+            absent.append(node)
+            node = node.getParent()
+        is_file = node is not None and fs.getFileStatus(node).isFile()
+    except Exception as e:  # noqa: BLE001 - on S3: no such bucket, access denied, endpoint unreachable
+        raise InputError(f"{flag} {output} is not reachable: {_java_message(e)}") from None
+    if is_file:
         raise InputError(f"{flag} {output} is a file, not a folder" if not absent
                          else f"{flag} {output} is under {node.toString()}, a file, not a folder")
     probe = jvm.org.apache.hadoop.fs.Path(path, f".accel-scoring-write-check-{uuid.uuid4().hex}")
@@ -129,15 +133,25 @@ def check_output(spark: SparkSession, output: str, flag: str = "--output") -> No
         raise InputError(f"{flag} {output} is not writable: {_java_message(e)}") from None
     finally:
         for made in [probe] + absent:
-            fs.delete(made, False)
+            try:
+                fs.delete(made, False)
+            except Exception:  # noqa: BLE001 - another run's files arrived in a folder this probe made: keep it
+                break
 
 
 def _java_message(e: Exception) -> str:
-    """The Java exception's own message, without py4j's stack trace."""
+    """The Java exception's message and its causes' (s3a's own names only the path; the SDK's
+    cause says why), without py4j's stack trace or S3's request ids."""
     java = getattr(e, "java_exception", None)
     if java is None:
         return first_line(e)
-    return (java.getMessage() or java.toString()).strip().splitlines()[0]
+    parts: list[str] = []
+    while java is not None and len(parts) < 3:
+        text = (java.getMessage() or java.toString()).strip().splitlines()[0].split("; Request ID:")[0]
+        if not any(text in part for part in parts):
+            parts.append(text)
+        java = java.getCause()
+    return ": ".join(parts)
 
 
 def write_scores(df: DataFrame, output: str) -> None:

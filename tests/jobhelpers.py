@@ -1,6 +1,7 @@
 """Run jobs in-process on the shared test SparkSession and read what they wrote."""
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -46,3 +47,22 @@ def pairs_frame(n: int, seed: int = 0) -> pd.DataFrame:
             "right_description": "" if i % 3 else "refurbished",
         })
     return pd.DataFrame(rows)
+
+
+@contextlib.contextmanager
+def executor_env(spark, **env):
+    """Set environment variables for the Python workers of jobs started inside the block.
+
+    PySpark hands `SparkContext.environment` to every Python function it ships (and keys its
+    worker daemons by it), so this reaches local-mode workers without restarting the JVM.
+    """
+    saved = {k: spark.sparkContext.environment.get(k) for k in env}
+    spark.sparkContext.environment.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.sparkContext.environment.pop(k, None)
+            else:
+                spark.sparkContext.environment[k] = v

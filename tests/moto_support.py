@@ -36,12 +36,14 @@ class Recorder:
     app: Any
     requests: list[tuple[str, str]] = field(default_factory=list)
     delays: dict[str, float] = field(default_factory=dict)  # path suffix -> seconds (GET only)
+    copies: int = 0  # server-side copies (PUT with x-amz-copy-source): what an s3a rename costs
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         method, path = environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", "")
         with self.lock:
             self.requests.append((method, path))
+            self.copies += method == "PUT" and "HTTP_X_AMZ_COPY_SOURCE" in environ
         if method == "GET":
             for suffix, seconds in self.delays.items():
                 if path.endswith(suffix):
@@ -55,6 +57,7 @@ class Recorder:
     def clear(self) -> None:
         with self.lock:
             self.requests.clear()
+            self.copies = 0
         self.delays.clear()
 
 
@@ -87,6 +90,51 @@ class MotoServer:
         _post(f"{self.url}/moto-api/reset")
         if self.recorder:
             self.recorder.clear()
+
+
+class RoleCredentials:
+    """What a platform's IAM role gives a process: temporary credentials served on 127.0.0.1 at
+    the address in AWS_CONTAINER_CREDENTIALS_FULL_URI (as ECS and EKS Pod Identity serve them),
+    read by botocore's and the AWS SDK for Java's default chains. No key is in any command."""
+
+    ACCESS_KEY, SECRET_KEY, TOKEN = "ASIAROLECREDENTIALS1", "role-secret-from-the-platform", "role-session-token"
+
+    def __init__(self) -> None:
+        import http.server
+
+        body = json.dumps({"AccessKeyId": self.ACCESS_KEY, "SecretAccessKey": self.SECRET_KEY, "Token": self.TOKEN,
+                           "Expiration": datetime.fromtimestamp(time.time() + 3600, timezone.utc)
+                           .strftime("%Y-%m-%dT%H:%M:%SZ")}).encode()
+
+        self.served = 0  # credential requests answered: how a test knows the role was used
+        role = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                role.served += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "RoleCredentials":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def env(self) -> dict[str, str]:
+        host, port = self._server.server_address[:2]
+        return {"AWS_CONTAINER_CREDENTIALS_FULL_URI": f"http://{host}:{port}/v1/credentials", "AWS_REGION": REGION}
 
 
 def aws_env(url: str) -> dict[str, str]:

@@ -2,7 +2,6 @@
 interrupted runs. (Killed workers and executors: tests/test_cluster.py.)"""
 from __future__ import annotations
 
-import contextlib
 import time
 
 import numpy as np
@@ -10,7 +9,7 @@ import pandas as pd
 import pytest
 
 from jobs.duplicates import main
-from tests.jobhelpers import pairs_frame, read_partition, run_job
+from tests.jobhelpers import executor_env, pairs_frame, read_partition, run_job
 from tests.standalone import submit
 from udfs import faults
 
@@ -20,25 +19,6 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def model(compile_artifact):
     return compile_artifact("pair-classification")
-
-
-@contextlib.contextmanager
-def executor_env(spark, **env):
-    """Set environment variables for the Python workers of jobs started inside the block.
-
-    PySpark hands `SparkContext.environment` to every Python function it ships (and keys its
-    worker daemons by it), so this reaches local-mode workers without restarting the JVM.
-    """
-    saved = {k: spark.sparkContext.environment.get(k) for k in env}
-    spark.sparkContext.environment.update(env)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.sparkContext.environment.pop(k, None)
-            else:
-                spark.sparkContext.environment[k] = v
 
 
 # -- bad data at scale ------------------------------------------------------------------------
