@@ -93,7 +93,7 @@ def test_day_two_scores_only_what_changed_and_equals_a_run_without_cache(spark, 
 
 
 def test_invalid_and_failed_rows_are_never_cached(spark, compile_artifact, tmp_path, capsys):
-    from tests.test_reliability import executor_env
+    from tests.jobhelpers import executor_env
 
     model = compile_artifact("pair-classification")
     cache = tmp_path / "cache"
@@ -295,7 +295,7 @@ def test_stats_compact_and_expire(spark, compile_artifact, tmp_path, capsys):
 
 def test_a_run_that_fails_while_scoring_leaves_the_cache_and_its_lease_as_before(spark, compile_artifact, tmp_path,
                                                                                  capsys):
-    from tests.test_reliability import executor_env
+    from tests.jobhelpers import executor_env
 
     model = compile_artifact("pair-classification")
     cache = tmp_path / "cache"

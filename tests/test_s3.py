@@ -124,10 +124,13 @@ def read_date(spark, output: str, run_date: str) -> pd.DataFrame:
     return spark.read.parquet(output).where(f"run_date = '{run_date}'").drop("run_date").toPandas()
 
 
+CACHE = f"s3a://{BUCKET}/cache"
+
+
 def s3_flags(model: str, **flags) -> dict:
-    """The flags every run here shares. The incremental-scoring cache (`--cache s3a://…`) joins
-    them here when the jobs take it, so that every test below also runs with it."""
-    return {"model": model, "num_partitions": 2, **flags}
+    """The flags every run here shares, the result cache on S3 among them (README.md,
+    "Incremental runs"), so every run below also reads and commits it through s3a."""
+    return {"model": model, "num_partitions": 2, "cache": CACHE, **flags}
 
 
 def assert_run_landed(s3, spark, output: str, run_date: str, summary: dict, ids: pd.Series, id_column: str):
@@ -157,6 +160,24 @@ def test_duplicates_reads_each_format_from_s3_and_writes_every_row_once(spark, s
     assert summary["input"] == source and summary["ok"] == 60
     rows = assert_run_landed(s3, spark, output, "2026-10-01", summary, df.pair_id, "pair_id")
     assert (rows.model == "tiny-pair-classification@7").all()
+
+
+def test_the_cache_on_s3_serves_a_rerun_and_leaves_no_staging_or_lease(spark, s3, pair_model, capsys):
+    df = pairs_frame(50, seed=31)
+    source = put_table(s3, df, "cached/pairs.parquet")
+    output = f"s3a://{BUCKET}/cached/out"
+    first = run_job(duplicates, capsys, input=source, output=output, run_date="2026-10-02", **s3_flags(pair_model))
+    again = run_job(duplicates, capsys, input=source, output=output, run_date="2026-10-03", **s3_flags(pair_model))
+    assert first[0] == again[0] == 0, again[2]
+    assert first[1]["cache"]["hits"] + first[1]["cache"]["entries_added"] >= 50
+    assert again[1]["cache"]["hits"] == 50 and again[1]["cache"]["texts_encoded"] == 0
+    assert again[1]["engine_loads"] == 0
+    kept = objects(s3, "cache/")
+    assert any("/_commits/" in k for k in kept)
+    files = [k for k in kept if not k.endswith("/")]  # s3a leaves empty folder markers such as cache/_running/
+    assert not [k for k in files if "/_staging/" in k or "/_running/" in k or "_temporary" in k], files
+    one, two = (read_date(spark, output, d).set_index("pair_id").sort_index() for d in ("2026-10-02", "2026-10-03"))
+    pd.testing.assert_frame_equal(one, two)
 
 
 def test_query_intent_reads_and_writes_s3(spark, s3, intent_model, capsys):
