@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 
 def _fmt(x, digits: int = 1) -> str:
     if x is None:
@@ -17,7 +19,67 @@ def _pct(x) -> str:
     return "–" if x is None else f"{x:.0%}"
 
 
+SPLIT_NAMES = {"read_arrow": "read + Arrow", "validation": "validation", "tokenization": "tokenization",
+               "batching_padding": "batching + padding", "engine": "engine (null)",
+               "scatter_output": "scatter + output frame", "write": "write", "unaccounted": "unaccounted"}
+
+
+def host_markdown(h: dict) -> list[str]:
+    """The host ceiling (bench/host.py): null-engine jobs against plain tokenization, the time
+    split, and the cores one accelerator needs."""
+    out = ["## Host ceiling: both jobs with a zero-cost engine", "",
+           f"{h['started']} · {h['cores']} of {h['machine_cpus']} cores of {h['cpu']} · load average "
+           f"{h['loadavg_start'][0]:.2f} at start, {h['loadavg_end'][0]:.2f} at the end · {h['seconds']:.0f} s"
+           f"{' · quick smoke run' if h.get('quick') else ''}. Artifacts: the compiled ones with their graph "
+           f"replaced ({h['artifacts']['graph']}), manifest and sha256 rebuilt (bench/null_artifact.py). "
+           f"Plain tokenization: the artifact's tokenizer, `encode_batch`, one thread, every text (both sides "
+           f"of every pair; every query). Rows/s per core: the job's rows over its scoring seconds over "
+           f"{h['cores']} cores.", "",
+           "| job | rows | job rows/s | per core | plain tokenization rows/s (1 thread; seconds before, after) "
+           "| per core / plain | goal | met | padding eff. | sequences per row | with "
+           f"{h['jobs'][0]['accelerator_arrow_batch']['arrow_batch_rows']:,} rows per Arrow batch: per core, / plain |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for j in h["jobs"]:
+        before, after = j["plain_tokenization_seconds"]
+        big = j["accelerator_arrow_batch"]
+        out.append(f"| {j['job']} | {j['rows']:,} | {_fmt(j['rows_per_second'])} | {_fmt(j['rows_per_second_per_core'])} | "
+                   f"{_fmt(j['plain_tokenization_rows_per_second'])} ({before:.1f} s, {after:.1f} s) | "
+                   f"{j['vs_plain_tokenization']:.2f}x | {j['target']}x | {'yes' if j['met'] else '**no**'} | "
+                   f"{_fmt(j['padding_efficiency'], 3)} | {j['sequences_per_row']:.2f} | "
+                   f"{_fmt(big['rows_per_second_per_core'])}, {big['vs_plain_tokenization']:.2f}x |")
+    keys = list(SPLIT_NAMES)
+    out += ["", "Time split of each job's scoring wall time (read + Arrow and write: pass-through jobs with the "
+            "same plan; tokenization and engine: the job's own metrics; validation, batching + padding and "
+            "scatter + output: the rest of the job's worker time, divided as a bench-side replay of the same "
+            "Arrow batches measured it; worker seconds over the cores):", "",
+            "| job | seconds | " + " | ".join(SPLIT_NAMES[k] for k in keys) + " |", "|---|---|" + "---|" * len(keys)]
+    for j in h["jobs"]:
+        ts = j["time_split"]
+        out.append(f"| {j['job']} | {j['scoring_seconds']:.1f} | " +
+                   " | ".join(f"{ts[k]:.2f} s ({ts['fractions'][k]:.0%})" for k in keys) + " |")
+    out += ["", "Bench-side replay of the worker code (one process, one thread, no Spark): "
+            + "; ".join(f"{j['job']} {j['worker_replay']['rows']:,} rows in {j['worker_replay']['arrow_batches']} "
+                        f"Arrow batches at {_fmt(j['worker_replay']['rows_per_second'])} rows/s ("
+                        + ", ".join(f"{SPLIT_NAMES[k]} {v:.0%}" for k, v in j['worker_replay']['fractions'].items())
+                        + ")" for j in h["jobs"]) + ".",
+            "", "### Cores per accelerator", "",
+            "Executor cores that keep one device busy: the device's published rate (BERT-base, 128 tokens per "
+            "sequence), turned into the job's rows/s by the sequences each row sends to the device in this run "
+            "(the job's real tokens over the mean tokens of an encoded text), over this run's host rows/s per "
+            "core. Shorter sequences run faster on a device than the published 128-token rate, so these "
+            f"counts are a floor. EC2 vCPUs per device: {h['vcpus_per_device_on_ec2']}.", "",
+            "| device | source (quoted, not measured here) | job | device sequences/s | sequences per row | "
+            "device rows/s | host rows/s per core | cores per device |", "|---|---|---|---|---|---|---|---|"]
+    for c in h["cores_per_device"]:
+        out.append(f"| {c['device']} | {c['source']} | {c['job']} | {c['device_sequences_per_second']:,} | "
+                   f"{c['sequences_per_row']:.2f} | {c['device_rows_per_second']:,} | "
+                   f"{_fmt(c['host_rows_per_second_per_core'])} | **{c['cores']}** |")
+    return out + [""]
+
+
 def markdown(r: dict) -> str:
+    if "meta" not in r:  # a results folder with the host section alone (bench.run --only host)
+        return "\n".join(["# accel-scoring benchmark: host ceiling only", "", *host_markdown(r["host"])])
     m, lim = r["meta"], r["limit"]
     load = f"load average {m['loadavg_start'][0]:.2f} at start, {m['loadavg_end'][0]:.2f} at the end"
     out = [f"# accel-scoring benchmark{' (quick smoke run)' if m['quick'] else ''}", "",
@@ -101,7 +163,25 @@ def markdown(r: dict) -> str:
             "; ".join(f"{p['processes_gflops']} GFLOP/s as {m['cores']} processes x 1 thread, {p['threads_gflops']} "
                       f"as 1 x {m['cores']}" for p in lim["runs"]) +
             f" ({lim['runs'][0]['library']}, square n = {lim['runs'][0].get('sizes', lim['runs'][0].get('n'))}).", ""]
+    if r.get("host"):
+        out += host_markdown(r["host"])
     return "\n".join(out)
+
+
+def host_panel(ax, h: dict) -> None:
+    """Null-engine job rows/s per core against plain tokenization on one thread, per job."""
+    jobs = h["jobs"]
+    y = np.arange(len(jobs))
+    ax.barh(y + 0.2, [j["rows_per_second_per_core"] for j in jobs], 0.4, color="#2b6cb0",
+            label="job, zero-cost engine, per core")
+    ax.barh(y - 0.2, [j["plain_tokenization_rows_per_second"] for j in jobs], 0.4, color="#a0aec0",
+            label="plain tokenization, 1 thread")
+    for i, j in enumerate(jobs):
+        ax.text(j["rows_per_second_per_core"], i + 0.2, f" {j['vs_plain_tokenization']:.2f}x", va="center", fontsize=8)
+    ax.set_yticks(y, [j["job"] for j in jobs])
+    ax.set_xlabel("rows/s (higher is better)")
+    ax.set_title(f"Host ceiling (goal {jobs[0]['target']}x plain tokenization)", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
 
 
 def plot(r: dict, path: Path) -> bool:
@@ -112,8 +192,19 @@ def plot(r: dict, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
+    if "peers" not in r:  # host ceiling only
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        host_panel(ax, r["host"])
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return True
     runs = [p for p in r["peers"]["runs"] if "rows_per_second" in p]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
+    panels = 3 if r.get("host") else 2
+    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.8))
+    ax1, ax2 = axes[0], axes[1]
+    if r.get("host"):
+        host_panel(axes[2], r["host"])
     names = [p["peer"].replace(" + transformers", "\n+ transformers").replace("accel-scoring job, ", "job ")
              for p in runs]
     colors = ["#2b6cb0" if p["peer"].startswith("accel") else "#a0aec0" for p in runs]

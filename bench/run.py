@@ -3,6 +3,7 @@
     python -m bench.run              # the full run: about 10 minutes on 2 cores, artifacts compiled
     python -m bench.run --quick      # a smoke run of every path on tiny sizes (or BENCH_QUICK=1)
     python -m bench.run --commit     # a full run that replaces the committed bench/results/
+    python -m bench.run --only host  # the host ceiling alone (bench/host.py), merged into the results
 
 On the seeded generator's data (bench/datasets.py) and the packaged all-MiniLM-L6-v2, it
 measures the bare engine per backend, precision and length mix; the duplicates and intent jobs
@@ -228,6 +229,12 @@ def target(name: str, value: float | None, note: str = "") -> dict:
             "met": value is not None and bool(value >= goal), "note": note}  # nothing to measure is not met
 
 
+def fp32_build_args() -> list[str]:
+    """engines.compile arguments shared by the bench's MiniLM embedding artifacts."""
+    return ["--model", str(minilm_dir()), "--task", "embedding", "--name", "all-minilm-l6-v2", "--version", "1",
+            "--max-seq-len", "256", "--threshold", str(THRESHOLD)]
+
+
 def build_artifacts(quick: bool, work: Path) -> dict:
     """The artifacts the run measures (compiled once, reused while their arguments hold)."""
     from bench import datasets
@@ -238,8 +245,7 @@ def build_artifacts(quick: bool, work: Path) -> dict:
     gate_pairs = 240 if quick else 600
     gate = work / f"int8-gate-pairs-{gate_pairs}.parquet"  # the duplicates job's own input layout
     datasets.product_pairs(gate_pairs, seed=99).drop(columns=["label"]).to_parquet(gate, index=False)
-    base = ["--model", str(minilm_dir()), "--task", "embedding", "--name", "all-minilm-l6-v2", "--version", "1",
-            "--max-seq-len", "256", "--threshold", str(THRESHOLD)]
+    base = fp32_build_args()
     built = {
         "onnx-fp32-fused": ensure_artifact(art_root / "minilm-fp32-fused", base + ["--optimize", "fusion"]),
         "onnx-fp32-plain": ensure_artifact(art_root / "minilm-fp32-plain", base + ["--optimize", "none"]),
@@ -422,8 +428,26 @@ def judge(results: dict, int8_refused: str | None) -> list[dict]:
     ]
 
 
+def run_host(args) -> dict:
+    """The host-ceiling section alone: its two artifacts, one Spark session, bench/host.py."""
+    from bench import host, job_bench
+
+    args.work.mkdir(parents=True, exist_ok=True)
+    art_root = ROOT / "artifacts" / "bench"
+    fp32, why = ensure_artifact(art_root / "minilm-fp32-fused", fp32_build_args() + ["--optimize", "fusion"])
+    if fp32 is None:
+        raise SystemExit(f"bench: the fp32 artifact failed to compile: {why}")
+    intent = ensure_intent_artifact(art_root / "intent-centroid-minilm")
+    log("starting Spark")
+    spark, _ = job_bench.start_spark(args.cores)
+    try:
+        return host.section(spark, fp32=fp32, intent=intent, work=args.work, cores=args.cores, quick=args.quick)
+    finally:
+        spark.stop()
+
+
 def run(args) -> dict:
-    from bench import datasets, job_bench, limits
+    from bench import datasets, host, job_bench, limits
     from bench.engine_bench import EnginePool
     from udfs.tokenize import TextEncoder
 
@@ -487,6 +511,8 @@ def run(args) -> dict:
                         "all_sides_real_tokens": int(encoder.encode(left + right).lengths.sum())}
     results["peers"], results["overlap"], results["int8_vs_fp32_job"] = head_to_head(
         spark, arts, pairs.head(sizes.peer_pairs), encoder, tokenizer_json, shape, cores, work, Path(args.ray_python))
+    results["host"] = host.section(spark, fp32=fp32, intent=arts["intent-fp32"], work=work, cores=cores,
+                                   quick=args.quick)
     spark.stop()
 
     log("GEMM peak (3 of 3)")
@@ -533,6 +559,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None, help="results folder; default: <work>/results")
     p.add_argument("--commit", action="store_true",
                    help="a full run that replaces the committed results in bench/results/ (make bench-commit)")
+    p.add_argument("--only", choices=("host",), default=None,
+                   help="run one section and merge it into the results already in the results folder: "
+                        "host = the host ceiling with zero-cost engines (bench/host.py)")
     p.add_argument("--work", type=Path, default=ROOT / "out" / "bench", help="scratch data; default: out/bench")
     p.add_argument("--ray-python", default=str(ROOT / ".venv-ray" / "bin" / "python"),
                    help="interpreter with ray[data] installed; default: .venv-ray/bin/python")
@@ -551,13 +580,21 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    results = run(args)
     from bench import report
 
+    if args.only == "host":
+        previous = args.out / "results.json"
+        results = json.loads(previous.read_text()) if previous.is_file() else {}
+        results["host"] = run_host(args)
+    else:
+        results = run(args)
     paths = report.write(results, args.out)
     log("wrote " + ", ".join(str(p) for p in paths))
-    for t in results["targets"]:
+    for t in results.get("targets", []):
         log(f"target {t['target']}: {t['value']} (goal {t['goal']}) {'MET' if t['met'] else 'not met'} - {t['note']}")
+    for j in results["host"]["jobs"]:
+        log(f"host ceiling {j['job']}: {j['rows_per_second_per_core']} rows/s per core, "
+            f"{j['vs_plain_tokenization']}x plain tokenization (goal {j['target']}x)")
     return 0
 
 
