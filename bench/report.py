@@ -66,14 +66,18 @@ def host_markdown(h: dict) -> list[str]:
             "Executor cores that keep one device busy: the device's published rate (BERT-base, 128 tokens per "
             "sequence), turned into the job's rows/s by the sequences each row sends to the device in this run "
             "(the job's real tokens over the mean tokens of an encoded text), over this run's host rows/s per "
-            "core. Shorter sequences run faster on a device than the published 128-token rate, so these "
-            f"counts are a floor. EC2 vCPUs per device: {h['vcpus_per_device_on_ec2']}.", "",
+            "core. Shorter sequences run faster on a device than at the published 128 tokens, so these "
+            "counts are a floor; the last column assumes the device's time scales with the padded tokens of "
+            "the job's own sequences, a ceiling. EC2 vCPUs per device: "
+            f"{h['vcpus_per_device_on_ec2']}.", "",
             "| device | source (quoted, not measured here) | job | device sequences/s | sequences per row | "
-            "device rows/s | host rows/s per core | cores per device |", "|---|---|---|---|---|---|---|---|"]
+            "device rows/s | host rows/s per core | cores per device | padded tokens per sequence | "
+            "cores if the rate scales with tokens |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in h["cores_per_device"]:
         out.append(f"| {c['device']} | {c['source']} | {c['job']} | {c['device_sequences_per_second']:,} | "
                    f"{c['sequences_per_row']:.2f} | {c['device_rows_per_second']:,} | "
-                   f"{_fmt(c['host_rows_per_second_per_core'])} | **{c['cores']}** |")
+                   f"{_fmt(c['host_rows_per_second_per_core'])} | **{c['cores']}** | "
+                   f"{c['padded_tokens_per_sequence']:.1f} | {c['cores_token_scaled']} |")
     return out + [""]
 
 

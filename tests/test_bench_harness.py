@@ -149,11 +149,15 @@ def test_host_time_split_adds_up_and_divides_the_worker_rest_as_the_replay_measu
 def test_cores_per_device_divides_the_device_rate_by_the_host_rate_per_core():
     from bench import host
 
-    rows = host.cores_per_device([{"job": "duplicates", "sequences_per_row": 2.0, "rows_per_second_per_core": 1000.0},
-                                  {"job": "query_intent", "sequences_per_row": 1.0, "rows_per_second_per_core": 9000.0}])
+    rows = host.cores_per_device([
+        {"job": "duplicates", "sequences_per_row": 2.0, "rows_per_second_per_core": 1000.0,
+         "padded_tokens_per_sequence": 64.0},
+        {"job": "query_intent", "sequences_per_row": 1.0, "rows_per_second_per_core": 9000.0,
+         "padded_tokens_per_sequence": 8.0}])
     a100 = {r["job"]: r for r in rows if r["device"].startswith("NVIDIA A100")}
     assert a100["duplicates"]["device_rows_per_second"] == 3950 and a100["duplicates"]["cores"] == 4
-    assert a100["query_intent"]["cores"] == 1
+    assert a100["duplicates"]["cores_token_scaled"] == 8  # 3,950 x 128 / 64 rows/s over 1,000 per core
+    assert a100["query_intent"]["cores"] == 1 and a100["query_intent"]["cores_token_scaled"] == 15
     assert len(rows) == 2 * len(host.DEVICES) and all(r["source"] for r in rows)
 
 
@@ -172,7 +176,8 @@ def _host() -> dict:
             "jobs": [job], "vcpus_per_device_on_ec2": "g5.xlarge 4",
             "cores_per_device": [{"device": "d", "source": "s", "job": "duplicates", "device_sequences_per_second": 7900,
                                   "sequences_per_row": 1.9, "device_rows_per_second": 4158,
-                                  "host_rows_per_second_per_core": 150.0, "cores": 28}]}
+                                  "host_rows_per_second_per_core": 150.0, "cores": 28,
+                                  "padded_tokens_per_sequence": 40.0, "cores_token_scaled": 90}]}
 
 
 def test_report_renders_the_host_ceiling_with_the_full_run_and_alone(tmp_path):
@@ -180,7 +185,7 @@ def test_report_renders_the_host_ceiling_with_the_full_run_and_alone(tmp_path):
     report.write(full, tmp_path / "full")
     md = (tmp_path / "full" / "results.md").read_text()
     assert "## Host ceiling" in md and "| duplicates | 100 | 300.0 | 150.0 | 100.0 (1.0 s, 1.0 s) | 1.50x | 1.5x | yes |" in md
-    assert "| d | s | duplicates | 7,900 | 1.90 | 4,158 | 150.0 | **28** |" in md
+    assert "| d | s | duplicates | 7,900 | 1.90 | 4,158 | 150.0 | **28** | 40.0 | 90 |" in md
     report.write({"host": _host()}, tmp_path / "alone")
     assert "host ceiling only" in (tmp_path / "alone" / "results.md").read_text()
 
