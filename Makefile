@@ -47,7 +47,8 @@ test: $(STAMP) $(AIRFLOW_STAMP) s3a-jars
 package: $(STAMP)
 
 # `make bench` (bench/run.py): 14.4 minutes on 2 cores from a fresh clone (venvs and artifacts
-# included), about 10 once they exist; BENCH_QUICK=1 for a smoke run.
+# included), about 10 once they exist, before the host ceiling (bench/host.py) was added, which took
+# 13 more minutes on a loaded machine; BENCH_QUICK=1 for a smoke run.
 # Results land in out/bench/results/ (scratch); `make bench-commit` replaces the committed
 # bench/results/ with a full run instead.
 bench bench-commit: $(STAMP)

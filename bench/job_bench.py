@@ -63,8 +63,9 @@ def measured(main, *, frame, work: Path, name: str, model: Path, partitions: int
     return summary
 
 
-def passthrough_seconds(spark, *, input: Path, output: Path, workload, partitions: int) -> float:
-    """The job's plan (read, id counts, repartition, mapInPandas, partitioned write) with no model."""
+def passthrough_seconds(spark, *, input: Path, output: Path | None, workload, partitions: int) -> float:
+    """The job's plan (read, id counts, repartition, mapInPandas, partitioned write) with no model;
+    with no `output`, Spark's `noop` sink instead of the write: read + Arrow alone."""
     import pandas as pd
     from pyspark.sql import functions as F
 
@@ -80,7 +81,10 @@ def passthrough_seconds(spark, *, input: Path, output: Path, workload, partition
     out = (df.repartition(partitions).mapInPandas(identity, f"{workload.id_column} string, score double")
            .withColumn("run_date", F.lit(RUN_DATE)))
     t0 = time.perf_counter()
-    job_io.write_scores(out, str(output))
+    if output is None:
+        out.write.format("noop").mode("overwrite").save()
+    else:
+        job_io.write_scores(out, str(output))
     return time.perf_counter() - t0
 
 

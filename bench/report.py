@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 
 def _fmt(x, digits: int = 1) -> str:
     if x is None:
@@ -17,7 +19,71 @@ def _pct(x) -> str:
     return "–" if x is None else f"{x:.0%}"
 
 
+SPLIT_NAMES = {"read_arrow": "read + Arrow", "validation": "validation", "tokenization": "tokenization",
+               "batching_padding": "batching + padding", "engine": "engine (null)",
+               "scatter_output": "scatter + output frame", "write": "write", "unaccounted": "unaccounted"}
+
+
+def host_markdown(h: dict) -> list[str]:
+    """The host ceiling (bench/host.py): null-engine jobs against plain tokenization, the time
+    split, and the cores one accelerator needs."""
+    out = ["## Host ceiling: both jobs with a zero-cost engine", "",
+           f"{h['started']} · {h['cores']} of {h['machine_cpus']} cores of {h['cpu']} · load average "
+           f"{h['loadavg_start'][0]:.2f} at start, {h['loadavg_end'][0]:.2f} at the end · {h['seconds']:.0f} s"
+           f"{' · quick smoke run' if h.get('quick') else ''}. Artifacts: the compiled ones with their graph "
+           f"replaced ({h['artifacts']['graph']}), manifest and sha256 rebuilt (bench/null_artifact.py). "
+           f"Plain tokenization: the artifact's tokenizer, `encode_batch`, one thread, every text (both sides "
+           f"of every pair; every query). Rows/s per core: the job's rows over its scoring seconds over "
+           f"{h['cores']} cores.", "",
+           "| job | rows | job rows/s | per core | plain tokenization rows/s (1 thread; seconds before, after) "
+           "| per core / plain | goal | met | padding eff. | sequences per row | with "
+           f"{h['jobs'][0]['accelerator_arrow_batch']['arrow_batch_rows']:,} rows per Arrow batch: per core, / plain |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for j in h["jobs"]:
+        before, after = j["plain_tokenization_seconds"]
+        big = j["accelerator_arrow_batch"]
+        out.append(f"| {j['job']} | {j['rows']:,} | {_fmt(j['rows_per_second'])} | {_fmt(j['rows_per_second_per_core'])} | "
+                   f"{_fmt(j['plain_tokenization_rows_per_second'])} ({before:.1f} s, {after:.1f} s) | "
+                   f"{j['vs_plain_tokenization']:.2f}x | {j['target']}x | {'yes' if j['met'] else '**no**'} | "
+                   f"{_fmt(j['padding_efficiency'], 3)} | {j['sequences_per_row']:.2f} | "
+                   f"{_fmt(big['rows_per_second_per_core'])}, {big['vs_plain_tokenization']:.2f}x |")
+    keys = list(SPLIT_NAMES)
+    out += ["", "Time split of each job's scoring wall time (read + Arrow and write: pass-through jobs with the "
+            "same plan; tokenization and engine: the job's own metrics; validation, batching + padding and "
+            "scatter + output: the rest of the job's worker time, divided as a bench-side replay of the same "
+            "Arrow batches measured it; worker seconds over the cores):", "",
+            "| job | seconds | " + " | ".join(SPLIT_NAMES[k] for k in keys) + " |", "|---|---|" + "---|" * len(keys)]
+    for j in h["jobs"]:
+        ts = j["time_split"]
+        out.append(f"| {j['job']} | {j['scoring_seconds']:.1f} | " +
+                   " | ".join(f"{ts[k]:.2f} s ({ts['fractions'][k]:.0%})" for k in keys) + " |")
+    out += ["", "Bench-side replay of the worker code (one process, one thread, no Spark): "
+            + "; ".join(f"{j['job']} {j['worker_replay']['rows']:,} rows in {j['worker_replay']['arrow_batches']} "
+                        f"Arrow batches at {_fmt(j['worker_replay']['rows_per_second'])} rows/s ("
+                        + ", ".join(f"{SPLIT_NAMES[k]} {v:.0%}" for k, v in j['worker_replay']['fractions'].items())
+                        + ")" for j in h["jobs"]) + ".",
+            "", "### Cores per accelerator", "",
+            "Executor cores that keep one device busy: the device's published rate (BERT-base, 128 tokens per "
+            "sequence), turned into the job's rows/s by the sequences each row sends to the device in this run "
+            "(the job's real tokens over the mean tokens of an encoded text), over this run's host rows/s per "
+            "core. Shorter sequences run faster on a device than at the published 128 tokens, so these "
+            "counts are a floor; the last column assumes the device's time scales with the padded tokens of "
+            "the job's own sequences, a ceiling. EC2 vCPUs per device: "
+            f"{h['vcpus_per_device_on_ec2']}.", "",
+            "| device | source (quoted, not measured here) | job | device sequences/s | sequences per row | "
+            "device rows/s | host rows/s per core | cores per device | padded tokens per sequence | "
+            "cores if the rate scales with tokens |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in h["cores_per_device"]:
+        out.append(f"| {c['device']} | {c['source']} | {c['job']} | {c['device_sequences_per_second']:,} | "
+                   f"{c['sequences_per_row']:.2f} | {c['device_rows_per_second']:,} | "
+                   f"{_fmt(c['host_rows_per_second_per_core'])} | **{c['cores']}** | "
+                   f"{c['padded_tokens_per_sequence']:.1f} | {c['cores_token_scaled']} |")
+    return out + [""]
+
+
 def markdown(r: dict) -> str:
+    if "meta" not in r:  # a results folder with the host section alone (bench.run --only host)
+        return "\n".join(["# accel-scoring benchmark: host ceiling only", "", *host_markdown(r["host"])])
     m, lim = r["meta"], r["limit"]
     load = f"load average {m['loadavg_start'][0]:.2f} at start, {m['loadavg_end'][0]:.2f} at the end"
     out = [f"# accel-scoring benchmark{' (quick smoke run)' if m['quick'] else ''}", "",
@@ -101,7 +167,29 @@ def markdown(r: dict) -> str:
             "; ".join(f"{p['processes_gflops']} GFLOP/s as {m['cores']} processes x 1 thread, {p['threads_gflops']} "
                       f"as 1 x {m['cores']}" for p in lim["runs"]) +
             f" ({lim['runs'][0]['library']}, square n = {lim['runs'][0].get('sizes', lim['runs'][0].get('n'))}).", ""]
+    if r.get("host"):
+        out += host_markdown(r["host"])
     return "\n".join(out)
+
+
+def host_panel(ax, h: dict) -> None:
+    """Null-engine job rows/s per core over plain tokenization on one thread, per job and Arrow
+    batch size, against the goal."""
+    jobs = h["jobs"]
+    y = np.arange(len(jobs))
+    big = jobs[0]["accelerator_arrow_batch"]["arrow_batch_rows"]
+    for offset, label, values, color in (
+            (0.2, "4,096 rows per Arrow batch (default)", [j["vs_plain_tokenization"] for j in jobs], "#2b6cb0"),
+            (-0.2, f"{big:,} rows per Arrow batch", [j["accelerator_arrow_batch"]["vs_plain_tokenization"] for j in jobs],
+             "#90cdf4")):
+        ax.barh(y + offset, values, 0.4, color=color, label=label)
+        for i, v in enumerate(values):
+            ax.text(v, i + offset, f" {v:.2f}x", va="center", fontsize=8)
+    ax.axvline(jobs[0]["target"], color="#c53030", ls="--", label=f"goal {jobs[0]['target']}x")
+    ax.set_yticks(y, [j["job"] for j in jobs])
+    ax.set_xlabel("job rows/s per core (zero-cost engine) / plain tokenization (1 thread)", fontsize=9)
+    ax.set_title(f"Host ceiling · {h['started'][:10]} · load average {h['loadavg_start'][0]:.1f} at start", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
 
 
 def plot(r: dict, path: Path) -> bool:
@@ -112,8 +200,19 @@ def plot(r: dict, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
+    if "peers" not in r:  # host ceiling only
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        host_panel(ax, r["host"])
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return True
     runs = [p for p in r["peers"]["runs"] if "rows_per_second" in p]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
+    panels = 3 if r.get("host") else 2
+    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.8))
+    ax1, ax2 = axes[0], axes[1]
+    if r.get("host"):
+        host_panel(axes[2], r["host"])
     names = [p["peer"].replace(" + transformers", "\n+ transformers").replace("accel-scoring job, ", "job ")
              for p in runs]
     colors = ["#2b6cb0" if p["peer"].startswith("accel") else "#a0aec0" for p in runs]

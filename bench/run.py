@@ -3,6 +3,7 @@
     python -m bench.run              # the full run: about 10 minutes on 2 cores, artifacts compiled
     python -m bench.run --quick      # a smoke run of every path on tiny sizes (or BENCH_QUICK=1)
     python -m bench.run --commit     # a full run that replaces the committed bench/results/
+    python -m bench.run --only host  # the host ceiling alone (bench/host.py), merged into the results
 
 On the seeded generator's data (bench/datasets.py) and the packaged all-MiniLM-L6-v2, it
 measures the bare engine per backend, precision and length mix; the duplicates and intent jobs
@@ -424,8 +425,26 @@ def judge(results: dict, int8_refused: str | None) -> list[dict]:
     ]
 
 
+def run_host(args) -> dict:
+    """The host-ceiling section alone: its two artifacts, one Spark session, bench/host.py."""
+    from bench import host, job_bench
+
+    args.work.mkdir(parents=True, exist_ok=True)
+    art_root = ROOT / "artifacts" / "bench"
+    fp32, why = ensure_artifact(art_root / "minilm-fp32-fused", minilm_compile_args("--optimize", "fusion"))
+    if fp32 is None:
+        raise SystemExit(f"bench: the fp32 artifact failed to compile: {why}")
+    intent = ensure_intent_artifact(art_root / "intent-centroid-minilm")
+    log("starting Spark")
+    spark, _ = job_bench.start_spark(args.cores)
+    try:
+        return host.section(spark, fp32=fp32, intent=intent, work=args.work, cores=args.cores, quick=args.quick)
+    finally:
+        spark.stop()
+
+
 def run(args) -> dict:
-    from bench import datasets, job_bench, limits
+    from bench import datasets, host, job_bench, limits
     from bench.engine_bench import EnginePool
     from udfs.tokenize import TextEncoder
 
@@ -489,6 +508,8 @@ def run(args) -> dict:
                         "all_sides_real_tokens": int(encoder.encode(left + right).lengths.sum())}
     results["peers"], results["overlap"], results["int8_vs_fp32_job"] = head_to_head(
         spark, arts, pairs.head(sizes.peer_pairs), encoder, tokenizer_json, shape, cores, work, Path(args.ray_python))
+    results["host"] = host.section(spark, fp32=fp32, intent=arts["intent-fp32"], work=work, cores=cores,
+                                   quick=args.quick)
     spark.stop()
 
     log("GEMM peak (3 of 3)")
@@ -535,6 +556,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None, help="results folder; default: <work>/results")
     p.add_argument("--commit", action="store_true",
                    help="a full run that replaces the committed results in bench/results/ (make bench-commit)")
+    p.add_argument("--only", choices=("host",), default=None,
+                   help="run one section and merge it into the results already in the results folder: "
+                        "host = the host ceiling with zero-cost engines (bench/host.py)")
     p.add_argument("--work", type=Path, default=ROOT / "out" / "bench", help="scratch data; default: out/bench")
     p.add_argument("--ray-python", default=str(ROOT / ".venv-ray" / "bin" / "python"),
                    help="interpreter with ray[data] installed; default: .venv-ray/bin/python")
@@ -557,16 +581,25 @@ def prepare_environment() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     prepare_environment()
-    results = run(args)
     from bench import report
 
+    if args.only == "host":
+        previous = args.out / "results.json"
+        results = json.loads(previous.read_text()) if previous.is_file() else {}
+        results["host"] = run_host(args)
+    else:
+        results = run(args)
     paths = report.write(results, args.out)
     log("wrote " + ", ".join(str(p) for p in paths))
-    for t in results["targets"]:
+    for t in results.get("targets", []):
         log(f"target {t['target']}: {t['value']} (goal {t['goal']}) {'MET' if t['met'] else 'not met'} - {t['note']}")
-    from bench import incremental  # its own Spark session and files: incremental.json, .md, .png
+    for j in results["host"]["jobs"]:
+        log(f"host ceiling {j['job']}: {j['rows_per_second_per_core']} rows/s per core, "
+            f"{j['vs_plain_tokenization']}x plain tokenization (goal {j['target']}x)")
+    if args.only is None:
+        from bench import incremental  # its own Spark session and files: incremental.json, .md, .png
 
-    incremental.run(args.quick, args.out, args.work, args.cores)
+        incremental.run(args.quick, args.out, args.work, args.cores)
     return 0
 
 

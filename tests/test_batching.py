@@ -64,3 +64,21 @@ def test_pad_builds_mask_and_type_ids():
 
 def test_round_up():
     assert [round_up(n, 8) for n in (1, 8, 9, 16)] == [8, 8, 16, 16]
+
+
+def test_pad_equals_writing_each_row_on_its_own():
+    rng = np.random.default_rng(4)
+    ids = [rng.integers(1000, 3000, n) for n in rng.integers(1, 40, 50)]
+    types = [rng.integers(0, 2, len(x)) for x in ids]
+    for batch in (DeviceBatch(np.array([3, 7, 1, 0]), 40, 4), DeviceBatch(np.array([9, 2]), 48, 5),
+                  DeviceBatch(np.array([11]), 40, 1)):
+        feed = pad(ids, types, batch)
+        want_ids = np.zeros((batch.batch_size, batch.seq_len), dtype=np.int64)
+        want_types, want_mask = want_ids.copy(), want_ids.copy()
+        for slot, row in enumerate(batch.rows):
+            n = len(ids[row])
+            want_ids[slot, :n], want_types[slot, :n], want_mask[slot, :n] = ids[row], types[row], 1
+        want_mask[len(batch.rows):, 0] = 1
+        assert np.array_equal(feed["input_ids"], want_ids) and np.array_equal(feed["token_type_ids"], want_types)
+        assert np.array_equal(feed["attention_mask"], want_mask)
+        assert all(v.dtype == np.int64 for v in feed.values())

@@ -107,3 +107,88 @@ def test_bench_writes_scratch_results_unless_told_to_commit(monkeypatch, tmp_pat
     for flags in (["--commit", "--quick"], ["--commit", "--out", str(tmp_path)]):
         with pytest.raises(SystemExit):
             parse_args(flags)
+
+
+@pytest.mark.parametrize("task", ["embedding", "text-classification"])
+def test_null_artifact_is_a_verified_artifact_whose_graph_only_sums_the_mask(compile_artifact, tmp_path, task):
+    from bench import null_artifact
+    from engines.artifact import open_artifact, sha256_file
+    from engines.registry import engine_class
+
+    compiled = compile_artifact(task)
+    out = null_artifact.build(compiled, tmp_path / "null")
+    source, m = open_artifact(compiled), open_artifact(out)  # every file checked against the manifest
+    assert m.files["model.onnx"] == sha256_file(out / "model.onnx") != source.files["model.onnx"]
+    assert m.files["tokenizer/tokenizer.json"] == source.files["tokenizer/tokenizer.json"]
+    assert (m.task, m.labels, m.threshold, m.max_seq_len, m.output) == (
+        source.task, source.labels, source.threshold, source.max_seq_len, source.output)
+    assert m.name == f"{source.name}-null" and m.source["null_of"] == source.digest
+    real = engine_class("onnx")(compiled, source).load()
+    null = engine_class("onnx")(out, m).load()
+    mask = np.array([[1, 1, 1, 0], [1, 1, 1, 1]])
+    feed = {"input_ids": mask * 7, "attention_mask": mask, "token_type_ids": np.zeros_like(mask)}
+    got = null.infer(feed)
+    assert got.shape == real.infer(feed).shape and np.array_equal(got, np.array([[3.0], [4.0]]) * np.ones_like(got))
+    stamp = (out / "model.onnx").stat().st_mtime_ns
+    assert null_artifact.build(compiled, out) == out and (out / "model.onnx").stat().st_mtime_ns == stamp  # reused
+
+
+def test_host_time_split_adds_up_and_divides_the_worker_rest_as_the_replay_measured():
+    from bench import host
+
+    summary = {"scoring_seconds": 20.0, "tokenize_seconds": 16.0, "engine_seconds": 2.0, "udf_seconds": 26.0}
+    worker = {"phases": {"validation": 3.0, "tokenization": 9.0, "batching_padding": 1.0, "engine": 0.5,
+                         "scatter_output": 0.0}}
+    split = host.time_split(summary, read_arrow=3.0, read_arrow_write=4.5, worker=worker, cores=2)
+    assert split["tokenization"] == 8.0 and split["engine"] == 1.0
+    assert split["validation"] == 3.0 and split["batching_padding"] == 1.0 and split["scatter_output"] == 0.0
+    assert split["read_arrow"] == 3.0 and split["write"] == 1.5 and split["unaccounted"] == 2.5
+    assert sum(split["fractions"].values()) == pytest.approx(1.0)
+
+
+def test_cores_per_device_divides_the_device_rate_by_the_host_rate_per_core():
+    from bench import host
+
+    rows = host.cores_per_device([
+        {"job": "duplicates", "sequences_per_row": 2.0, "rows_per_second_per_core": 1000.0,
+         "padded_tokens_per_sequence": 64.0},
+        {"job": "query_intent", "sequences_per_row": 1.0, "rows_per_second_per_core": 9000.0,
+         "padded_tokens_per_sequence": 8.0}])
+    a100 = {r["job"]: r for r in rows if r["device"].startswith("NVIDIA A100")}
+    assert a100["duplicates"]["device_rows_per_second"] == 3950 and a100["duplicates"]["cores"] == 4
+    assert a100["duplicates"]["cores_token_scaled"] == 8  # 3,950 x 128 / 64 rows/s over 1,000 per core
+    assert a100["query_intent"]["cores"] == 1 and a100["query_intent"]["cores_token_scaled"] == 15
+    assert len(rows) == 2 * len(host.DEVICES) and all(r["source"] for r in rows)
+
+
+def _host() -> dict:
+    job = {"job": "duplicates", "rows": 100, "rows_per_second": 300.0, "rows_per_second_per_core": 150.0,
+           "plain_tokenization_rows_per_second": 100.0, "plain_tokenization_seconds": [1.0, 1.0],
+           "vs_plain_tokenization": 1.5, "target": 1.5, "met": True, "padding_efficiency": 0.99,
+           "sequences_per_row": 1.9, "scoring_seconds": 0.33,
+           "accelerator_arrow_batch": {"arrow_batch_rows": 16384, "rows_per_second_per_core": 160.0,
+                                       "vs_plain_tokenization": 1.6},
+           "time_split": {**{k: 0.1 for k in report.SPLIT_NAMES}, "fractions": {k: 0.125 for k in report.SPLIT_NAMES}},
+           "worker_replay": {"rows": 50, "arrow_batches": 1, "rows_per_second": 500.0,
+                             "fractions": {"validation": 0.1, "tokenization": 0.9}}}
+    return {"started": "2026-01-01T00:00:00+00:00", "cores": 2, "machine_cpus": 2, "cpu": "x", "quick": False,
+            "loadavg_start": [1.0], "loadavg_end": [2.0], "seconds": 60.0, "artifacts": {"graph": "null"},
+            "jobs": [job], "vcpus_per_device_on_ec2": "g5.xlarge 4",
+            "cores_per_device": [{"device": "d", "source": "s", "job": "duplicates", "device_sequences_per_second": 7900,
+                                  "sequences_per_row": 1.9, "device_rows_per_second": 4158,
+                                  "host_rows_per_second_per_core": 150.0, "cores": 28,
+                                  "padded_tokens_per_sequence": 40.0, "cores_token_scaled": 90}]}
+
+
+def test_report_renders_the_host_ceiling_with_the_full_run_and_alone(tmp_path):
+    full = {**_results(), "host": _host()}
+    report.write(full, tmp_path / "full")
+    md = (tmp_path / "full" / "results.md").read_text()
+    assert "## Host ceiling" in md and "| duplicates | 100 | 300.0 | 150.0 | 100.0 (1.0 s, 1.0 s) | 1.50x | 1.5x | yes |" in md
+    assert "| d | s | duplicates | 7,900 | 1.90 | 4,158 | 150.0 | **28** | 40.0 | 90 |" in md
+    report.write({"host": _host()}, tmp_path / "alone")
+    assert "host ceiling only" in (tmp_path / "alone" / "results.md").read_text()
+
+
+def test_only_host_is_a_flag():
+    assert parse_args(["--only", "host"]).only == "host" and parse_args([]).only is None

@@ -52,3 +52,19 @@ def test_device_binding_order():
     assert bind_device("onnx", None, res) == Device()
     with pytest.raises(ValueError, match="--device must be"):
         parse_device("tpu:0")
+
+
+def test_blank_check_agrees_with_deleting_the_invisible_characters_on_every_code_point():
+    """The vectorised check (search for one visible character) against the definition (nothing
+    is left once whitespace, control and invisible characters are deleted), for each code point
+    alone and next to a space, a visible letter and a zero-width space."""
+    import re
+
+    from udfs.validate import INVISIBLE
+
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    texts = chars + [f" {c}\u200b" for c in chars[::97]] + [f"{c}a" for c in chars[::101]]
+    blank = np.array([x is not None for x in text_problems(pd.Series(texts, dtype=object), "t")])
+    invisible = re.compile(f"[{INVISIBLE}]+")
+    assert blank.tolist() == [invisible.sub("", t) == "" for t in texts]
+    assert 40 < blank[: len(chars)].sum() < 400  # the set is the small one it claims to be

@@ -71,16 +71,21 @@ def _static_batch(order, lengths, start, buckets) -> DeviceBatch:
 
 
 def pad(ids: list[np.ndarray], type_ids: list[np.ndarray], batch: DeviceBatch) -> dict[str, np.ndarray]:
-    """Engine feed for one device batch: zero padding, mask 1 on real tokens."""
+    """Engine feed for one device batch: zero padding, mask 1 on real tokens.
+
+    The batch's rows are joined once and written through the mask in one step, instead of a
+    slice assignment per row."""
     shape = (batch.batch_size, batch.seq_len)
+    rows = batch.rows
+    lengths = np.fromiter((len(ids[r]) for r in rows), dtype=np.int64, count=len(rows))
+    mask = np.zeros(shape, dtype=np.int64)
+    real = np.arange(batch.seq_len) < lengths[:, None]
+    mask[: len(rows)][real] = 1
     input_ids = np.zeros(shape, dtype=np.int64)
     token_types = np.zeros(shape, dtype=np.int64)
-    mask = np.zeros(shape, dtype=np.int64)
-    for slot, row in enumerate(batch.rows):
-        n = len(ids[row])
-        input_ids[slot, :n] = ids[row]
-        token_types[slot, :n] = type_ids[row]
-        mask[slot, :n] = 1
-    if len(batch.rows) < batch.batch_size:
-        mask[len(batch.rows):, 0] = 1  # filler rows attend to one token, so no row is all-masked
+    if len(rows):
+        input_ids[: len(rows)][real] = np.concatenate([ids[r] for r in rows])
+        token_types[: len(rows)][real] = np.concatenate([type_ids[r] for r in rows])
+    if len(rows) < batch.batch_size:
+        mask[len(rows):, 0] = 1  # filler rows attend to one token, so no row is all-masked
     return {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": token_types}

@@ -2,6 +2,12 @@
 
 Padding is the batcher's job: it pads each device batch to that batch's longest row (or to a
 compiled bucket), which is where most of the speed over fixed-size padding comes from.
+
+On an accelerator the tokenizer sets the job's speed (docs/performance.md, host ceiling), so
+two things keep its work down without changing a token: each distinct input of a call is
+tokenized once, and `encode_batch_fast` (tokenizers >= 0.20: no character offsets, which
+nothing here reads) is used when it gives exactly `encode_batch`'s ids, type ids and
+truncation on a probe corpus of this very tokenizer (`FAST_PROBES`), else `encode_batch`.
 """
 from __future__ import annotations
 
@@ -16,6 +22,20 @@ import numpy as np
 CHARS_PER_TOKEN = 32
 # How a row longer than max_seq_len loses tokens: part of what a cached result depends on (udfs/units.py).
 TRUNCATION = "longest_first"
+
+# What could make the offset-free path differ, if anything does: accents and case folding,
+# CJK (split per character), emoji and other astral characters, right-to-left scripts,
+# combining marks, control and invisible characters, whitespace variants, a word longer than
+# WordPiece's 100-character limit ([UNK]), punctuation runs, and texts long enough to truncate.
+FAST_PROBES = (
+    "Café naïve résumé Ångström ÉCOLE Straße ǅemal", "東京都 北京市 서울 日本語のテキスト 包丁 ㈱",
+    "emoji 🌟🎉👩‍👩‍👧‍👦 🇩🇪 flags 😀😃", "עברית ימין לשמאל العربية", "e\u0301 a\u0308 n\u0303 combining",
+    "ctrl\x00\x07\x1b\x7f\x9f chars", "zero\u200bwidth\u200d joiner\ufeff bom \u00ad soft",
+    "tabs\tand\nnewlines\r\n\u2028\u2029 \u3000 ideographic space \xa0 nbsp",
+    "a" * 150 + " " + "b" * 99 + " " + "ü" * 120, "!!!???... --- ((( ))) $$$ 12,345.67 5'11\" 1/2-inch",
+    "USB-C 65W GaN Charger, 3-Port (2C+1A) – Black/Grey #HX-9000", " ".join(["long"] * 300),
+    "Ⅻ ½ ℃ ﬁ ﬂ ＡＢＣ ｶﾀｶﾅ", "", " ",
+)
 
 
 @dataclasses.dataclass
@@ -42,6 +62,8 @@ class TextEncoder:
         self._tok.no_padding()
         self._tok.enable_truncation(self.max_seq_len, strategy=TRUNCATION)
         self.max_chars = self.max_seq_len * CHARS_PER_TOKEN
+        self.method = "encode_batch_fast" if fast_path_agrees(self._tok) else "encode_batch"
+        self._encode_batch = getattr(self._tok, self.method)
 
     def _clip(self, texts: list[str]) -> tuple[list[str], np.ndarray]:
         clipped = np.fromiter((len(t) > self.max_chars for t in texts), dtype=bool, count=len(texts))
@@ -50,13 +72,15 @@ class TextEncoder:
         return texts, clipped
 
     def encode(self, texts: list[str]) -> Encoded:
-        texts, clipped = self._clip(texts)
-        return self._pack(self._tok.encode_batch(texts), clipped)
+        distinct, rows = _distinct(texts)
+        distinct, clipped = self._clip(distinct)
+        return _fan_out(self._pack(self._encode_batch(distinct), clipped), rows)
 
     def encode_pairs(self, left: list[str], right: list[str]) -> Encoded:
-        left, clipped_l = self._clip(left)
-        right, clipped_r = self._clip(right)
-        return self._pack(self._tok.encode_batch(list(zip(left, right))), clipped_l | clipped_r)
+        distinct, rows = _distinct(list(zip(left, right)))
+        dl, clipped_l = self._clip([a for a, _ in distinct])
+        dr, clipped_r = self._clip([b for _, b in distinct])
+        return _fan_out(self._pack(self._encode_batch(list(zip(dl, dr))), clipped_l | clipped_r), rows)
 
     @staticmethod
     def _pack(encodings, clipped: np.ndarray) -> Encoded:
@@ -64,3 +88,38 @@ class TextEncoder:
         type_ids = [np.asarray(e.type_ids, dtype=np.int64) for e in encodings]
         overflow = np.fromiter((len(e.overflowing) > 0 for e in encodings), dtype=bool, count=len(encodings))
         return Encoded(ids, type_ids, overflow | clipped)
+
+
+def _fan_out(enc: Encoded, rows: np.ndarray | None) -> Encoded:
+    """Every input row's encoding from its distinct input's (rows shares the arrays, read-only)."""
+    if rows is None:
+        return enc
+    return Encoded([enc.ids[i] for i in rows], [enc.type_ids[i] for i in rows], enc.truncated[rows])
+
+
+def _distinct(items: list) -> tuple[list, np.ndarray | None]:
+    """Distinct items in first-seen order, and each item's index among them (None: all distinct)."""
+    position: dict = {}
+    rows = np.fromiter((position.setdefault(x, len(position)) for x in items), dtype=np.int64, count=len(items))
+    if len(position) == len(items):
+        return items, None
+    return list(position), rows
+
+
+def fast_path_agrees(tok) -> bool:
+    """Whether `encode_batch_fast` exists and gives `encode_batch`'s ids, type ids and overflow
+    on FAST_PROBES, as single texts and as pairs."""
+    if not hasattr(tok, "encode_batch_fast"):  # tokenizers < 0.20
+        return False
+    singles = list(FAST_PROBES)
+    pairs = list(zip(FAST_PROBES, FAST_PROBES[::-1]))
+    for batch in (singles, pairs):
+        slow, fast = tok.encode_batch(batch), tok.encode_batch_fast(batch)
+        if any(not same_encoding(a, b) for a, b in zip(slow, fast)):
+            return False
+    return True
+
+
+def same_encoding(a, b) -> bool:
+    """Same ids, type ids and truncation: what the scorer reads of an encoding."""
+    return a.ids == b.ids and a.type_ids == b.type_ids and bool(a.overflowing) == bool(b.overflowing)

@@ -13,14 +13,18 @@ import pandas as pd
 REASON_CODES = ("null_id", "duplicate_id", "null_text", "blank_text")
 
 # Whitespace, control characters and invisible formatting characters carry no tokens.
-_INVISIBLE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff]+")
+INVISIBLE = r"\s\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff"
+# A text is blank when no character falls outside that set. Searching for the first visible
+# character stops at once on ordinary text; deleting the invisible ones (the earlier check)
+# built a new string per row and was 9% of a null-engine job's worker time.
+_VISIBLE = re.compile(f"[^{INVISIBLE}]")
 
 
 def text_problems(texts: pd.Series, what: str) -> np.ndarray:
     """None where the text can be scored, else a reason."""
     out = np.full(len(texts), None, dtype=object)
     null = texts.isna().to_numpy()
-    blank = ~null & (texts.fillna("").str.replace(_INVISIBLE, "", regex=True).str.len() == 0).to_numpy()
+    blank = ~null & ~texts.fillna("").str.contains(_VISIBLE, regex=True).to_numpy(dtype=bool)
     out[null] = f"null_text: {what} is null"
     out[blank] = f"blank_text: {what} is empty or only whitespace/control characters"
     return out
@@ -40,6 +44,6 @@ def first_problem(*problems: np.ndarray) -> np.ndarray:
     """Row-wise first non-None reason across checks."""
     out = np.full(len(problems[0]), None, dtype=object)
     for p in reversed(problems):
-        has = np.array([x is not None for x in p], dtype=bool)
+        has = p != None  # noqa: E711 - elementwise on an object array
         out[has] = p[has]
     return out
