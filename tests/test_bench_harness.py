@@ -24,10 +24,10 @@ def test_model_shape_reads_the_config(minilm_dir):
     assert limits.model_shape(minilm_dir) == MINILM
 
 
-def test_job_texts_deal_pairs_and_dedupe_per_share():
+def test_job_texts_deal_the_runs_distinct_texts_once():
     left = ["a", "b", "a", "c"]
     right = ["b", "a", "d", "a"]
-    assert job_texts(left, right, 2) == [["a", "b", "d"], ["b", "c", "a"]]
+    assert job_texts(left, right, 2) == [["a", "c"], ["b", "d"]]  # distinct in order: a, b, c, d
     assert job_texts(left, right, 1) == [["a", "b", "c", "d"]]
 
 
