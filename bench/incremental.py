@@ -387,11 +387,10 @@ def plot(r: dict, path: Path) -> bool:
         ax.tick_params(axis="y", labelsize=8)
     m = r["meta"]
     scaled = "" if m["scale"] == 1 else f" · {m['scale']:g} of the issue's sizes"
-    fig.suptitle(f"accel-scoring incremental runs{scaled} · {m['started'][:10]} · MiniLM fp32, {m['cores']} CPU cores · "
-                 f"load average {m['loadavg_start'][0]:.1f} at start", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    from bench import report
+
+    report.save_figure(fig, path, f"accel-scoring incremental runs{scaled} · {m['started'][:10]} · MiniLM fp32, "
+                                  f"{m['cores']} CPU cores · load average {m['loadavg_start'][0]:.1f} at start")
     return True
 
 

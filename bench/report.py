@@ -234,11 +234,18 @@ def plot(r: dict, path: Path) -> bool:
     ax2.tick_params(axis="y", labelsize=8)
     ax1.tick_params(axis="y", labelsize=8)
     load = r["meta"]["loadavg_start"][0]
-    fig.suptitle(f"accel-scoring bench · {r['meta']['started'][:10]} · load average {load:.1f} at start", fontsize=10)
+    save_figure(fig, path, f"accel-scoring bench · {r['meta']['started'][:10]} · load average {load:.1f} at start")
+    return True
+
+
+def save_figure(fig, path: Path, title: str) -> None:
+    """Title, lay out, write and free a results plot (every bench section's PNG looks alike)."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return True
 
 
 def write(results: dict, out: Path) -> list[Path]:

@@ -12,7 +12,6 @@ the jars' paths as a `--jars` value.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -20,6 +19,8 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
+
+from engines.artifact import sha256_file
 
 SDIST = "sagemaker-pyspark==1.4.5"
 MEMBER_DIR = "sagemaker_pyspark-1.4.5/deps/jars/"
@@ -66,7 +67,7 @@ def fetch(root: Path | None = None) -> list[Path]:
                 source = tar.extractfile(MEMBER_DIR + name)
                 with open(staged / name, "wb") as out:
                     shutil.copyfileobj(source, out, 1 << 20)
-                actual = sha256(staged / name)
+                actual = sha256_file(staged / name)
                 if actual != expected:
                     raise RuntimeError(f"{name} from {SDIST} has sha256 {actual}; tests/s3a_jars.py pins {expected}")
         try:
@@ -74,14 +75,6 @@ def fetch(root: Path | None = None) -> list[Path]:
         except OSError:  # another run put them in place first
             pass
     return cached(folder)
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def jars_option(paths: list[Path]) -> str:

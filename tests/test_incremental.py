@@ -179,18 +179,23 @@ def cache_state(spark, cache) -> dict:
     return state
 
 
+def cached_day_one(spark, compile_artifact, tmp_path, capsys, rows: int):
+    """A pair-classification cache filled by day 1; returns (model, cache, its state, day 2's input path, day 2)."""
+    model = compile_artifact("pair-classification")
+    cache = tmp_path / "cache"
+    day1, day2, _ = day_frames(rows)
+    run_dups(capsys, tmp_path, day1, "day1", model, cache)
+    path = tmp_path / "day2.parquet"
+    day2.to_parquet(path)
+    return model, cache, cache_state(spark, cache), path, day2
+
+
 @pytest.mark.parametrize("step", [1, 2])
 def test_a_run_killed_during_the_cache_commit_leaves_a_valid_cache(spark, compile_artifact, tmp_path, capsys, step):
     """SIGKILL after the new entries are written (step 1: not yet visible) or after their marker
     is published (step 2: visible, staging left behind). The cache is as before or has the whole
     batch, and the next run over the same input gives the same output as a run without cache."""
-    model = compile_artifact("pair-classification")
-    cache = tmp_path / "cache"
-    day1, day2, _ = day_frames(60)
-    run_dups(capsys, tmp_path, day1, "day1", model, cache)
-    before = cache_state(spark, cache)
-    path = tmp_path / "day2.parquet"
-    day2.to_parquet(path)
+    model, cache, before, path, day2 = cached_day_one(spark, compile_artifact, tmp_path, capsys, 60)
     killed = submit("jobs/duplicates.py", ["--input", path, "--output", tmp_path / "killed", "--model", model,
                                            "--run-date", "2026-03-02", "--cache", cache,
                                            "--max-invalid-fraction", 0.2],
@@ -297,13 +302,7 @@ def test_a_run_that_fails_while_scoring_leaves_the_cache_and_its_lease_as_before
                                                                                  capsys):
     from tests.jobhelpers import executor_env
 
-    model = compile_artifact("pair-classification")
-    cache = tmp_path / "cache"
-    day1, day2, _ = day_frames(40)
-    run_dups(capsys, tmp_path, day1, "day1", model, cache)
-    before = cache_state(spark, cache)
-    path = tmp_path / "day2.parquet"
-    day2.to_parquet(path)
+    model, cache, before, path, _ = cached_day_one(spark, compile_artifact, tmp_path, capsys, 40)
     with executor_env(spark, **{faults.ENV: "raise_once:0"}):
         rc, summary, err = run_job(duplicates.main, capsys, input=path, output=tmp_path / "failed", model=model,
                                    run_date="2026-03-02", cache=cache, max_invalid_fraction=0.2)
