@@ -47,8 +47,10 @@ test: $(STAMP) $(AIRFLOW_STAMP) s3a-jars
 package: $(STAMP)
 
 # `make bench` (bench/run.py): 14.4 minutes on 2 cores from a fresh clone (venvs and artifacts
-# included), about 10 once they exist, before the host ceiling (bench/host.py) was added, which took
-# 13 more minutes on a loaded machine; BENCH_QUICK=1 for a smoke run.
+# included), about 10 once they exist, before two sections were added: the host ceiling
+# (bench/host.py, 4.6 minutes on a quiet machine) and the incremental runs (bench/incremental.py,
+# at the full sizes it runs here not timed; 16.7 minutes at a tenth of them under load 10-14).
+# BENCH_QUICK=1 for a smoke run.
 # Results land in out/bench/results/ (scratch); `make bench-commit` replaces the committed
 # bench/results/ with a full run instead.
 bench bench-commit: $(STAMP)
