@@ -38,7 +38,7 @@ class UnitCounts:
 
 class DistinctPlan:
     def __init__(self, df: DataFrame, workload, manifest, max_seq_len: int, partitions: int, cache=None):
-        self.workload, self.manifest, self.cache = workload, manifest, cache
+        self.workload, self.manifest = workload, manifest
         self.spec = UnitSpec(manifest.task, max_seq_len, getattr(workload, "top_k", None))
         keyer = Keyer(workload, self.spec)
         self.keyed = df.mapInPandas(keyer, keyer.ddl()).persist(StorageLevel.MEMORY_AND_DISK)
@@ -50,10 +50,9 @@ class DistinctPlan:
         for other in sides[1:]:
             units = units.unionByName(other)
         units = units.dropDuplicates(["_key"])
-        self.markers = cache.markers() if cache else []  # this run's snapshot of the cache
         self.cached = None
         if cache:
-            entries = cache.entries(self.markers)
+            entries = cache.entries(cache.markers())  # this run's snapshot of the cache
             # Only keys and token counts cross the whole cache; results are read for this run's hits only.
             keys = entries.select("_key", F.col("_tokens").alias("_cached_tokens")).dropDuplicates(["_key"])
             units = units.join(keys, "_key", "left")
@@ -71,23 +70,34 @@ class DistinctPlan:
                              F.sum(F.when(cached, F.col("_cached_tokens"))).alias("tokens")).first()
         return UnitCounts(int(row["n"] or 0), int(row["cached"] or 0), int(row["tokens"] or 0))
 
-    def scored_units(self, spec) -> DataFrame:
-        """The units the cache lacks, through the engine: the unit result columns plus the
-        scorer's metric columns (for the run summary's observation)."""
-        todo = self.units.where(F.col("_cached_tokens").isNull()).select("_key", "_a", "_b")
+    def scored_units(self, spec, counts: UnitCounts, observe, staging: str | None) -> DataFrame:
+        """The units the cache lacks through the engine, scored once and then read as often as the
+        plan needs: staged as Parquet under `staging` (a cached run reads them for the output and
+        again for its new batch), else persisted when the join back reads them once per side
+        (adaptive execution does not reuse that exchange, so the engine would run twice).
+        `observe(df)` adds the run summary's observation over the scorer's metric columns."""
         scoring = UnitScoring(self.spec)
-        return todo.repartition(self.partitions).mapInPandas(Scorer(spec, scoring), output_ddl(scoring))
+        spark = self.keyed.sparkSession
+        if not counts.to_score:  # everything cached: no engine is loaded at all
+            return spark.createDataFrame([], scoring.output_ddl())
+        todo = self.units.where(F.col("_cached_tokens").isNull()).select("_key", "_a", "_b")
+        scored = observe(todo.repartition(self.partitions, "_key")
+                         .mapInPandas(Scorer(spec, scoring), output_ddl(scoring))).drop(*METRIC_COLUMNS)
+        if staging:
+            scored.write.parquet(staging)
+            return spark.read.schema(scoring.output_ddl()).parquet(staging)
+        if len(self.spec.slots) > 1:
+            scored = scored.persist(StorageLevel.MEMORY_AND_DISK)
+            self.persisted.append(scored)
+        return scored
 
     def used_keys(self) -> DataFrame:
         return self.units.where(F.col("_cached_tokens").isNotNull()).select("_key")
 
     def rows(self, fresh: DataFrame) -> DataFrame:
         """Every input row in the job's output columns (plus `_hit`: all its units came from the
-        cache), from the freshly scored units (`fresh`, without metric columns) and the cache."""
+        cache), from the freshly scored units (`scored_units`) and the cache."""
         value_cols = self.spec.value_columns
-        if len(self.spec.slots) > 1:  # joined once per slot, and adaptive execution does not reuse
-            fresh = fresh.persist(StorageLevel.MEMORY_AND_DISK)  # the exchange: the engine would run twice
-            self.persisted.append(fresh)
         results = fresh.select("_key", *value_cols, "truncated", "error", "_model", F.lit(False).alias("_from_cache"))
         if self.cached is not None:
             results = results.unionByName(self.cached.select(
@@ -151,7 +161,3 @@ def _cosine(a, b):
 
     den = F.sqrt(dot(a, a)) * F.sqrt(dot(b, b))
     return F.when(den > 0, F.greatest(F.lit(-1.0), F.least(F.lit(1.0), dot(a, b) / den)))
-
-
-def drop_metrics(df: DataFrame) -> DataFrame:
-    return df.drop(*METRIC_COLUMNS)

@@ -208,9 +208,8 @@ def _score_distinct(spark, cfg, spec, workload, manifest, df, partitions, start,
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    from jobs.distinct_plan import PROGRESS_UNIT, DistinctPlan, drop_metrics
+    from jobs.distinct_plan import PROGRESS_UNIT, DistinctPlan
     from jobs.result_cache import ResultCache, new_run_id
-    from udfs.units import UnitScoring
 
     run_id = new_run_id(cfg.run_date)
     cache = ResultCache(spark, cfg.cache, manifest.digest, manifest.task) if cfg.cache else None
@@ -223,15 +222,9 @@ def _score_distinct(spark, cfg, spec, workload, manifest, df, partitions, start,
                         + (f", {counts.cached:,} of them in the cache" if cache else ""))
             engine_obs, row_obs = Observation("accel_scoring_units"), Observation("accel_scoring_rows")
             with Progress(spark, counts.to_score, cfg.progress_seconds, out_stream, unit=unit) as progress:
-                scoring = UnitScoring(plan.spec)
-                if counts.to_score:
-                    scored = plan.scored_units(dataclasses.replace(spec, progress=progress.address))
-                    fresh = drop_metrics(scored.observe(engine_obs, *_engine_metrics(F)))
-                else:  # everything cached: no engine is loaded at all
-                    fresh = spark.createDataFrame([], scoring.output_ddl())
-                if cache and counts.to_score:  # scored once, read twice: the output and the new entries
-                    fresh.write.parquet(cache.staging(run_id))
-                    fresh = spark.read.schema(scoring.output_ddl()).parquet(cache.staging(run_id))
+                fresh = plan.scored_units(dataclasses.replace(spec, progress=progress.address), counts,
+                                          lambda df: df.observe(engine_obs, *_engine_metrics(F)),
+                                          cache.staging(run_id) if cache else None)
                 rows = plan.rows(fresh)
                 rows = rows.observe(row_obs, *_row_metrics(F), F.sum(F.col("_hit").cast("long")).alias("hits"))
                 io.write_scores(rows.drop("_hit").withColumn("run_date", F.lit(cfg.run_date)), cfg.output)

@@ -12,6 +12,7 @@ import numpy as np
 
 from udfs import heads
 from udfs.execute import RunStats, run_encoded
+from udfs.tokenize import distinct_positions
 
 
 @dataclasses.dataclass
@@ -42,12 +43,10 @@ def tokenize_pairs(runtime, left: list[str], right: list[str]) -> Tokenized:
         enc = runtime.encoder.encode_pairs(left, right)
         return Tokenized(enc, time.perf_counter() - t0)
     if task == "embedding":
-        distinct = list(dict.fromkeys(left + right))
-        position = {text: i for i, text in enumerate(distinct)}
-        li = np.fromiter((position[t] for t in left), dtype=np.int64, count=len(left))
-        ri = np.fromiter((position[t] for t in right), dtype=np.int64, count=len(right))
-        enc = runtime.encoder.encode(distinct)
-        return Tokenized(enc, time.perf_counter() - t0, li, ri)
+        distinct, rows = distinct_positions(left + right)
+        rows = np.arange(len(distinct)) if rows is None else rows
+        enc = runtime.encoder.encode(distinct)  # all distinct: the encoder finds nothing more to share
+        return Tokenized(enc, time.perf_counter() - t0, rows[:len(left)], rows[len(left):])
     raise ValueError(f"a {task} artifact cannot score pairs")
 
 

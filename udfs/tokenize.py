@@ -72,12 +72,12 @@ class TextEncoder:
         return texts, clipped
 
     def encode(self, texts: list[str]) -> Encoded:
-        distinct, rows = _distinct(texts)
+        distinct, rows = distinct_positions(texts)
         distinct, clipped = self._clip(distinct)
         return _fan_out(self._pack(self._encode_batch(distinct), clipped), rows)
 
     def encode_pairs(self, left: list[str], right: list[str]) -> Encoded:
-        distinct, rows = _distinct(list(zip(left, right)))
+        distinct, rows = distinct_positions(list(zip(left, right)))
         dl, clipped_l = self._clip([a for a, _ in distinct])
         dr, clipped_r = self._clip([b for _, b in distinct])
         return _fan_out(self._pack(self._encode_batch(list(zip(dl, dr))), clipped_l | clipped_r), rows)
@@ -97,8 +97,9 @@ def _fan_out(enc: Encoded, rows: np.ndarray | None) -> Encoded:
     return Encoded([enc.ids[i] for i in rows], [enc.type_ids[i] for i in rows], enc.truncated[rows])
 
 
-def _distinct(items: list) -> tuple[list, np.ndarray | None]:
-    """Distinct items in first-seen order, and each item's index among them (None: all distinct)."""
+def distinct_positions(items: list) -> tuple[list, np.ndarray | None]:
+    """Distinct items in first-seen order, and each item's index among them (None: all distinct).
+    Also how a bi-encoder's Arrow batch finds its distinct side texts (udfs/tasks.py)."""
     position: dict = {}
     rows = np.fromiter((position.setdefault(x, len(position)) for x in items), dtype=np.int64, count=len(items))
     if len(position) == len(items):
