@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from udfs import heads
 from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
-from udfs.units import INVALID, Keyer, UnitScoring, UnitSpec, key_column, text_columns
+from udfs.units import INVALID, Keyer, UnitScoring, UnitSpec, embeddings, key_column, text_columns
 
 # What the progress bar counts per artifact task: the units being scored.
 PROGRESS_UNIT = {"pair-classification": "pairs", "text-classification": "queries", "embedding": "texts"}
@@ -153,11 +156,14 @@ class DistinctPlan:
         self.keyed.unpersist()
 
 
-def _cosine(a, b):
-    """udfs/heads.cosine in Spark: float32 embeddings, double arithmetic, clipped to [-1, 1]."""
-    def dot(x, y):
-        return F.aggregate(F.zip_with(x, y, lambda p, q: p.cast("double") * q.cast("double")), F.lit(0.0),
-                           lambda acc, v: acc + v)
-
-    den = F.sqrt(dot(a, a)) * F.sqrt(dot(b, b))
-    return F.when(den > 0, F.greatest(F.lit(-1.0), F.least(F.lit(1.0), dot(a, b) / den)))
+@F.pandas_udf("double")
+def _cosine(a: pd.Series, b: pd.Series) -> pd.Series:
+    """udfs/heads.cosine, the per-batch path's own, over the two sides' embeddings; null where a
+    side has none or a norm is zero (Spark reads a pandas NaN as null). Vectorised in Python: Spark's higher-order functions (zip_with, aggregate) ran
+    it per element, interpreted, at several times the cost of the whole job's tokenization
+    (docs/performance.md)."""
+    scores = np.full(len(a), np.nan)
+    both = (a.notna() & b.notna()).to_numpy()
+    if both.any():
+        scores[both] = heads.cosine(embeddings(a[both].to_numpy()), embeddings(b[both].to_numpy()))
+    return pd.Series(scores)

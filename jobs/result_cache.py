@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo im
 
 from jobs import console, hfs  # noqa: E402
 from udfs import faults  # noqa: E402
-from udfs.units import VALUE_COLUMNS, VALUE_DDL  # noqa: E402
+from udfs.units import VALUE_COLUMNS, VALUE_DDL, VALUE_FORMAT  # noqa: E402
 
 # Stored next to each unit's result: whether it was truncated, its real tokens (what a hit saves)
 # and the last run date that used it (what `expire` reads).
@@ -63,7 +63,18 @@ class ResultCache:
 
     # -- reading -----------------------------------------------------------------------------
     def markers(self) -> list[dict]:
-        """The visible batches' markers: every published marker that no compaction replaced."""
+        """The visible batches' markers: every published marker that no compaction replaced, of
+        this version's entry format."""
+        published = self.published()
+        stale = [m for m in published if m.get("format", 1) != VALUE_FORMAT]
+        if stale:
+            console.say(f"warning: {len(stale)} batch(es) under {self.folder} hold entries in format "
+                        f"{stale[0].get('format', 1)}, not {VALUE_FORMAT}, and are ignored; "
+                        f"`python -m jobs.result_cache compact` removes them")
+        return [m for m in published if m.get("format", 1) == VALUE_FORMAT]
+
+    def published(self) -> list[dict]:
+        """Every published marker that no compaction replaced, whatever its entry format."""
         found = []
         for name in hfs.list_names(self.spark, f"{self.folder}/_commits"):
             if not name.endswith(".json"):
@@ -126,7 +137,8 @@ class ResultCache:
             used = 1
         faults.at_driver_step(1)
         hfs.publish_text(self.spark, f"{self.folder}/_commits/{run_id}.json", json.dumps({
-            "batch": run_id, "task": self.task, "run_date": run_date, "entries": added, "used_log": bool(used),
+            "batch": run_id, "task": self.task, "format": VALUE_FORMAT, "run_date": run_date, "entries": added,
+            "used_log": bool(used),
             "bytes": hfs.size_bytes(self.spark, batch) if added else 0,
             "committed": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}, sort_keys=True))
         faults.at_driver_step(2)
@@ -156,7 +168,8 @@ class ResultCache:
         entries.coalesce(max(1, before["bytes"] // (128 << 20) + 1)).write.parquet(batch)
         kept = self.spark.read.parquet(batch).count()
         hfs.publish_text(self.spark, f"{self.folder}/_commits/{batch_id}.json", json.dumps({
-            "batch": batch_id, "task": self.task, "entries": kept, "bytes": hfs.size_bytes(self.spark, batch),
+            "batch": batch_id, "task": self.task, "format": VALUE_FORMAT, "entries": kept,
+            "bytes": hfs.size_bytes(self.spark, batch),
             "replaces": [m["batch"] for m in markers], "used_log": False,
             "committed": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}, sort_keys=True))
         for name in hfs.list_names(self.spark, f"{self.folder}/batches"):
@@ -185,7 +198,7 @@ def leases(spark, root: str) -> list[dict]:
 
 def _task_of(spark, root: str, digest: str) -> str | None:
     """An artifact folder's task, as its markers record it (None: nothing committed yet)."""
-    return next((m["task"] for m in ResultCache(spark, root, digest).markers() if m.get("task")), None)
+    return next((m["task"] for m in ResultCache(spark, root, digest).published() if m.get("task")), None)
 
 
 def _check_idle(spark, root: str, force: bool) -> None:

@@ -3,6 +3,7 @@ cache's maintenance, on local Spark with tiny random BERTs."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import threading
 
@@ -310,3 +311,38 @@ def test_a_run_that_fails_while_scoring_leaves_the_cache_and_its_lease_as_before
     assert "error: scoring failed: RuntimeError: injected fault" in err and "Traceback" not in err
     assert cache_state(spark, cache) == before
     assert not list(cache.glob("_running/*")) and not list(cache.glob("_staging/*"))
+
+
+def test_entries_of_another_format_are_ignored_and_compacted_away(spark, compile_artifact, tmp_path, capsys):
+    """A batch from before embeddings were stored as bytes (format 1: array<float>, no "format" in
+    its marker) is never read: the run says so, scores every text again, and `compact` removes it."""
+    model = compile_artifact("embedding")
+    cache = tmp_path / "cache"
+    day1, _, _ = day_frames(40)
+    want, _ = run_dups(capsys, tmp_path, day1, "fresh", model)
+    run_dups(capsys, tmp_path, day1, "day1", model, cache)
+    (folder,) = cache.glob("digest=*")
+    (marker,) = (folder / "_commits").glob("*.json")
+    meta = json.loads(marker.read_text())
+    batch = folder / "batches" / meta["batch"]
+    old = pd.read_parquet(batch)
+    old["embedding"] = [np.frombuffer(b, "<f4") for b in old["embedding"]]
+    shutil.rmtree(batch)
+    batch.mkdir()
+    old.to_parquet(batch / "part-0.parquet")
+    meta.pop("format")
+    marker.write_text(json.dumps(meta))
+    (marker.parent / f".{marker.name}.crc").unlink(missing_ok=True)  # Hadoop's checksum of the old text
+
+    path = tmp_path / "day1.parquet"
+    rc, summary, err = run_job(duplicates.main, capsys, input=path, output=tmp_path / "out-day2", model=model,
+                               run_date="2026-03-02", max_invalid_fraction=0.2, num_partitions=2, cache=cache)
+    assert rc == 0, err
+    assert "1 batch(es) under" in err and "in format 1, not 2, and are ignored" in err
+    assert summary["cache"]["hits"] == 0 and summary["dedup"]["units_scored"] == summary["dedup"]["units"]
+    assert_same_rows(read_partition(tmp_path / "out-day2", "2026-03-02"), want, "pair_id", ["score"])
+
+    done = maintain(capsys, "compact", cache)
+    assert done.returncode == 0, done.stderr
+    assert meta["batch"] not in {p.name for p in (folder / "batches").iterdir()}
+    assert all(json.loads(p.read_text())["format"] == 2 for p in (folder / "_commits").glob("*.json"))

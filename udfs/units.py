@@ -28,12 +28,17 @@ from udfs.tokenize import CHARS_PER_TOKEN, TRUNCATION
 KEY_VERSION = 1  # bump when anything a result depends on changes meaning
 INVALID = "_invalid"
 TOP_K_DDL = "array<struct<label: string, score: double>>"
-# The result columns of each artifact task's unit, as the cache stores them.
+# The result columns of each artifact task's unit, as the cache stores them. An embedding is its
+# float32 values as little-endian bytes (`embedding_bytes`): pyspark converts an array column
+# from pandas one element at a time in Python, about 20 s per 89,000 384-wide embeddings on one
+# core, while bytes cross Arrow in one copy (docs/performance.md).
 VALUE_DDL = {
     "pair-classification": "score double",
     "text-classification": f"intent string, confidence double, top_k {TOP_K_DDL}",
-    "embedding": "embedding array<float>",
+    "embedding": "embedding binary",
 }
+VALUE_FORMAT = 2  # bump when VALUE_DDL's encoding changes: caches ignore entries of another format
+EMBEDDING_DTYPE = np.dtype("<f4")
 VALUE_COLUMNS = {"pair-classification": ("score",), "text-classification": ("intent", "confidence", "top_k"),
                  "embedding": ("embedding",)}
 
@@ -70,6 +75,15 @@ def unit_keys(prefix: bytes, texts: list[list[str]]) -> list[str]:
     share an encoding; hex, so Spark joins on a plain string."""
     return [hashlib.blake2b(prefix + json.dumps(t, ensure_ascii=False).encode(), digest_size=16).hexdigest()
             for t in texts]
+
+
+def embedding_bytes(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=EMBEDDING_DTYPE).tobytes()
+
+
+def embeddings(blobs) -> np.ndarray:
+    """[n, width] float32 from n `embedding_bytes` values (none of them null)."""
+    return np.frombuffer(b"".join(blobs), dtype=EMBEDDING_DTYPE).reshape(len(blobs), -1)
 
 
 def key_column(slot: str) -> str:
@@ -156,7 +170,7 @@ class UnitScoring:
             out["intent"], out["confidence"], out["top_k"] = workloads.intents(
                 scored.values, good, runtime.manifest.labels, self.spec.top_k)
         else:  # float32 is what every engine returns, so the cache stores embeddings losslessly
-            out["embedding"] = [v.astype(np.float32) if g else None for v, g in zip(scored.values, good)]
+            out["embedding"] = [embedding_bytes(v) if g else None for v, g in zip(scored.values, good)]
         # _model: the artifact that scored (--fallback-model's where a worker refused --model's)
         out.update(truncated=scored.truncated, _tokens=tok.enc.lengths, error=errors, _model=runtime.manifest.model_id)
         return pd.DataFrame(out), scored
