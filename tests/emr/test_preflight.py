@@ -16,13 +16,15 @@ import pytest
 from emr import envinfo
 from emr.cli import main
 from emr.cluster import DEFAULT_SERVICE_ROLE
-from emr.profiles import DEFAULT_RELEASE_LABEL
+from emr.releases import DEFAULT
 from engines import trt_build
 
 PREFIX = "s3://deploy/accel/v1/"
 PROJECT_METADATA = ("Metadata-Version: 2.1\nName: accel-scoring\nVersion: 0.1.0\n"
                     "Requires-Dist: numpy>=1.26\nRequires-Dist: pyspark<3.6,>=3.5; extra == \"spark\"\n"
                     f"Requires-Dist: {trt_build.TENSORRT_REQUIREMENT}; extra == \"gpu\"\n").encode()
+# The project as pyproject declares it with both Spark lines' extras (emr/releases.py pyspark_extra).
+BOTH_LINES_METADATA = PROJECT_METADATA + b'Requires-Dist: pyspark<4.1,>=4.0; extra == "spark4"\n'
 BASE = {"accel_scoring": "0.1.0", "numpy": "2.2.6", "onnxruntime": "1.23.2", "tokenizers": "0.22.1"}
 GPU = {**BASE, "torch": "2.13.0+cu128", "tensorrt_cu12": "10.16.1.11", "tensorrt_cu12_bindings": "10.16.1.11",
        "tensorrt_cu12_libs": "10.16.1.11", "nvidia_cuda_runtime_cu12": "12.8.90"}
@@ -31,7 +33,7 @@ MODULES = {"torch": "torch", "tensorrt_cu12_bindings": "tensorrt", "tensorrt_cu1
 
 
 def make_archive(path: Path, dists: dict[str, str], *, python: str = "3.11",
-                 interpreter: str | None = None) -> Path:
+                 interpreter: str | None = None, metadata: bytes = PROJECT_METADATA) -> Path:
     """A venv-pack-shaped archive with these distributions (name -> version) installed."""
     site = f"lib/python{python}/site-packages"
     with tarfile.open(path, "w:gz") as tar:
@@ -52,7 +54,7 @@ def make_archive(path: Path, dists: dict[str, str], *, python: str = "3.11",
             module = MODULES.get(dist, dist)
             add(f"{site}/{module}/__init__.py")
             add(f"{site}/{dist}-{version}.dist-info/METADATA",
-                PROJECT_METADATA if dist == "accel_scoring" else b"Name: " + dist.encode() + b"\n")
+                metadata if dist == "accel_scoring" else b"Name: " + dist.encode() + b"\n")
     return path
 
 
@@ -90,7 +92,7 @@ def test_gpu_environment_and_tensorrt_artifact_pass(tmp_path, capsys) -> None:
     model = write_artifact(tmp_path / "pairs-trt")
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--model", str(model))
     assert code == 0, lines
-    assert lines == [f"preflight OK: profile g5 (A10G (sm86)), {DEFAULT_RELEASE_LABEL}, Python 3.11 environment with torch "
+    assert lines == [f"preflight OK: profile g5 (A10G (sm86)), {DEFAULT.default_label}, Python 3.11 environment with torch "
                      "2.13.0+cu128, tensorrt-cu12 10.16.1.11, artifact pairs-tensorrt@1 (tensorrt)"]
 
 
@@ -119,7 +121,7 @@ def test_an_archive_built_elsewhere_names_its_python(tmp_path, capsys) -> None:
                                "with `make package-al2023` or `make package-gpu`"]
     old = make_archive(tmp_path / "py310.tar.gz", BASE, python="3.10")
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(old))
-    assert code == 1 and f"the environment is Python 3.10; {DEFAULT_RELEASE_LABEL} nodes have Python 3.11" in lines[0]
+    assert code == 1 and f"the environment is Python 3.10; {DEFAULT.default_label} nodes have Python 3.11" in lines[0]
 
 
 def test_release_labels_outside_spark_3_5(tmp_path, capsys) -> None:
@@ -127,10 +129,31 @@ def test_release_labels_outside_spark_3_5(tmp_path, capsys) -> None:
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive),
                             "--release-label", "emr-spark-8.0.0")
     assert code == 1
-    assert problems(lines) == ["problem: emr-spark-8.0.0 runs Spark 4.0; the environment's accel-scoring wants "
-                               "pyspark <3.6,>=3.5"]
+    assert problems(lines) == ["problem: emr-spark-8.0.0 runs Spark 4.0; the environment's accel-scoring has "
+                               "no `spark4` extra, only pyspark <3.6,>=3.5 (`spark`)"]
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--release-label", "emr-6.15.0")
     assert code == 1 and "EMR 6.x ships Spark 3.0-3.4" in problems(lines)[0]
+
+
+def test_an_archive_with_both_spark_extras_passes_emr_7_and_emr_8(tmp_path, capsys) -> None:
+    archive = make_archive(tmp_path / "env.tar.gz", {**BASE, "pandas": "2.3.3", "pyarrow": "20.0.0"},
+                           metadata=BOTH_LINES_METADATA)
+    assert envinfo.describe(archive).spark_requirements == {"spark": "<3.6,>=3.5", "spark4": "<4.1,>=4.0"}
+    for label in ("emr-7.14.0", "emr-spark-8.0.0"):
+        code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--release-label", label)
+        assert code == 0 and lines[-1].startswith(f"preflight OK: profile g5 (A10G (sm86)), {label}, Python 3.11")
+
+
+def test_emr_8_refuses_libraries_older_than_pyspark_4_needs(tmp_path, capsys) -> None:
+    old = make_archive(tmp_path / "env.tar.gz", {**BASE, "pandas": "1.5.3", "pyarrow": "20.0.0"},
+                       metadata=BOTH_LINES_METADATA)
+    code, _ = preflight(capsys, "--profile", "g5", "--env-archive", str(old), "--release-label", "emr-7.14.0")
+    assert code == 0  # PySpark 3.5 takes pandas >= 1.0.5
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(old), "--release-label", "emr-spark-8.0.0")
+    assert code == 1
+    assert problems(lines) == ["problem: emr-spark-8.0.0's PySpark 4.0 needs pandas>=2.0.0; the environment has "
+                               "pandas 1.5.3: build it with `python -m emr package --release-label emr-spark-8.0.0` "
+                               "(or RELEASE_LABEL=emr-spark-8.0.0 for `make package-al2023`)"]
 
 
 def test_artifact_targets_against_the_profiles_gpu(tmp_path, capsys) -> None:
@@ -209,7 +232,7 @@ def test_manifest_is_used_only_for_the_archive_it_describes(tmp_path) -> None:
     info = envinfo.write_manifest(archive)
     assert envinfo.manifest_path(archive) == tmp_path / "accel-scoring-env.json"
     assert info.python == "3.11" and info.interpreter == "/usr/bin/python3.11"
-    assert {"torch", "tensorrt"} <= set(info.modules) and info.spark_requirement == "<3.6,>=3.5"
+    assert {"torch", "tensorrt"} <= set(info.modules) and info.spark_requirements == {"spark": "<3.6,>=3.5"}
     assert info.tensorrt_version == "10.16.1.11" and info.cuda_majors == {12}
     edited = {**info.to_dict(), "python": "3.99"}
     envinfo.manifest_path(archive).write_text(json.dumps(edited))
