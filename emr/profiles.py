@@ -60,7 +60,7 @@ class GpuProfile:
 
     @property
     def task_gpu_amount(self) -> str:
-        # Spark 3.5 accepts fractions <= 0.5 or whole numbers.
+        # Spark 3.5 and 4.0 accept fractions <= 0.5 or whole numbers.
         return str(float(Fraction(1, self.tasks_per_gpu)))
 
     @property

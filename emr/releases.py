@@ -60,7 +60,8 @@ LINES: tuple[ReleaseLine, ...] = (
         ("3.11", "3.12", "3.13"), "spark4", ("Spark",),
         MappingProxyType({"pandas": ">=2.0.0", "pyarrow": ">=11.0.0", "numpy": ">=1.21"})),
 )
-DEFAULT = LINES[0]
+EMR7, EMR8 = LINES
+DEFAULT = EMR7
 
 
 def line_of(label: str) -> ReleaseLine | None:

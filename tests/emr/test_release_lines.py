@@ -25,7 +25,7 @@ LAYOUT = L.Layout.at("s3://deploy/accel/v1")
 JOB = JobRequest("duplicates", "s3://data/pairs/", "s3://data/scores/", "s3://deploy/accel/v1/models/m/1/",
                  "2026-11-01", ("--backend", "tensorrt"))
 EMR7 = json.loads((Path(__file__).parent / "assets" / "emr7-requests.json").read_text())
-EMR8 = releases.LINES[1]
+EMR8 = releases.EMR8
 EKS = ("vc123", "arn:aws:iam::123456789012:role/emr-eks-job", "acct.dkr.ecr/neuron:1")
 
 
