@@ -56,8 +56,9 @@ class EnvInfo:
     interpreter: str | None  # where bin/python's links end: the base interpreter on the nodes
     modules: tuple[str, ...]  # top-level import names in site-packages
     distributions: dict[str, str]  # normalized name -> version
-    # The installed project's pyspark specifier per extra, e.g. {"spark": ">=3.5,<3.6", "spark4": ...}
-    spark_requirements: dict[str, str]
+    # The installed project's pyspark specifiers, one per Spark extra (`spark`: 3.5, `spark4`: 4.0):
+    # a release whose Spark any of them admits can run it.
+    spark_requirements: tuple[str, ...]
     archive_sha256: str
     archive_size: int
 
@@ -89,27 +90,23 @@ class EnvInfo:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "EnvInfo":
         fields = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{**{k: v for k, v in d.items() if k in fields}, "modules": tuple(d["modules"])})
+        return cls(**{**{k: v for k, v in d.items() if k in fields}, "modules": tuple(d["modules"]),
+                      "spark_requirements": tuple(d.get("spark_requirements", ()))})
 
 
 def manifest_path(archive: Path) -> Path:
     return archive.with_name(L.ENV_MANIFEST)
 
 
-_EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
-
-
-def _spark_requirements(metadata: bytes) -> dict[str, str]:
-    """pyspark's specifier under each extra that names it (one per Spark line, emr/releases.py)."""
+def _spark_requirements(metadata: bytes) -> tuple[str, ...]:
     message = email.parser.BytesParser().parsebytes(metadata, headersonly=True)
-    out = {}
+    found = []
     for line in message.get_all("Requires-Dist") or []:
         spec, _, marker = line.partition(";")
         name = re.match(r"[A-Za-z0-9_.-]+", spec.strip())
-        extra = _EXTRA.search(marker)
-        if name and extra and normalize(name.group(0)) == "pyspark":
-            out[extra.group(1)] = spec.strip()[name.end():].strip(" ()")
-    return out
+        if name and normalize(name.group(0)) == "pyspark" and "spark" in marker:
+            found.append(spec.strip()[name.end():].strip(" ()"))
+    return tuple(f for f in found if f)
 
 
 def _link_target(links: dict[str, str], start: str) -> str | None:
@@ -126,7 +123,7 @@ def _link_target(links: dict[str, str], start: str) -> str | None:
 
 def describe(archive: Path) -> EnvInfo:
     """Read ``archive``'s member names (one pass; gigabytes for a CUDA stack)."""
-    python, top, links, spark = None, set(), {}, {}
+    python, top, links, spark = None, set(), {}, ()
     try:
         with tarfile.open(archive, "r|*") as tar:
             for member in tar:

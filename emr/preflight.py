@@ -45,16 +45,12 @@ def admits(specifier: str, version: str) -> bool:
 
 
 def _spark_problems(label: str, line: ReleaseLine, env: EnvInfo) -> list[str]:
-    """The project's pyspark range for this line (its extra), and the libraries this PySpark needs."""
+    """The project's pyspark ranges (one per Spark extra) against this line, and what this PySpark needs."""
     problems = []
-    declared = env.spark_requirements
-    spec = declared.get(line.pyspark_extra)
-    if declared and spec is None:
-        others = ", ".join(f"{s} (`{extra}`)" for extra, s in sorted(declared.items()))
-        problems.append(f"{label} runs Spark {line.spark}; the environment's accel-scoring has no "
-                        f"`{line.pyspark_extra}` extra, only pyspark {others}")
-    elif spec is not None and not admits(spec, f"{line.spark}.0"):
-        problems.append(f"{label} runs Spark {line.spark}; the environment's accel-scoring wants pyspark {spec}")
+    wanted = env.spark_requirements
+    if wanted and not any(admits(spec, f"{line.spark}.0") for spec in wanted):
+        problems.append(f"{label} runs Spark {line.spark}; the environment's accel-scoring wants pyspark "
+                        f"{' or '.join(wanted)}")
     for name, need in line.executor_libraries.items():
         have = env.distributions.get(name)
         if have is not None and not admits(need, have):

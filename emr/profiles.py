@@ -22,8 +22,10 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from emr.errors import EmrError
+from emr.releases import DEFAULT
 from engines.store import CACHE_ENV  # read by the artifact store and the TensorRT plan cache
 
+DEFAULT_RELEASE_LABEL = DEFAULT.default_label  # emr/releases.py holds it; this name for importers
 GPU_DISCOVERY_SCRIPT = "/usr/lib/spark/scripts/gpu/getGpusResources.sh"  # installed by EMR
 CGROUP_ROOT = "/spark-rapids-cgroup"
 # EMR mounts the nodes' EBS data volumes under /mnt; the root volume only holds the OS.

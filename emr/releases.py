@@ -29,7 +29,6 @@ class ReleaseLine:
     default_eks_label: str  # EMR on EKS (StartJobRun releaseLabel)
     spark: str  # the Spark line, major.minor
     pythons: tuple[str, ...]  # /usr/bin/pythonX.Y on the nodes
-    pyspark_extra: str  # the pyproject extra whose pyspark range is this line
     applications: tuple[str, ...]  # RunJobFlow Applications
     # What this line's PySpark asks of the executors' libraries (its package metadata); the
     # archive is built under these as pip constraints and preflight checks them.
@@ -49,7 +48,7 @@ LINES: tuple[ReleaseLine, ...] = (
     # Release guide: 7.x ships Spark 3.5.x with Python 3.9 and 3.11 (3.9 is below pyproject's
     # requires-python); emr-7.14.0 is the newest 7.x, emr-7.13.0-latest the newest on EKS here.
     ReleaseLine(
-        "EMR 7", "emr-7.", "emr-7.14.0", "emr-7.13.0-latest", "3.5", ("3.11",), "spark",
+        "EMR 7", "emr-7.", "emr-7.14.0", "emr-7.13.0-latest", "3.5", ("3.11",),
         ("Spark", "Hadoop"),
         MappingProxyType({"pandas": ">=1.0.5", "pyarrow": ">=4.0.0", "numpy": ">=1.15"})),
     # emr-spark-8.0.0 (May 2026): Spark 4.0.2, Scala 2.13, Python 3.11-3.13; its application
@@ -57,7 +56,7 @@ LINES: tuple[ReleaseLine, ...] = (
     # the request names Spark alone. On EKS emr-spark-8.0.0-latest (emr-spark-8.0.0-20260421).
     ReleaseLine(
         "EMR 8", "emr-spark-8.", "emr-spark-8.0.0", "emr-spark-8.0.0-latest", "4.0",
-        ("3.11", "3.12", "3.13"), "spark4", ("Spark",),
+        ("3.11", "3.12", "3.13"), ("Spark",),
         MappingProxyType({"pandas": ">=2.0.0", "pyarrow": ">=11.0.0", "numpy": ">=1.21"})),
 )
 EMR7, EMR8 = LINES
