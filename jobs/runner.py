@@ -136,7 +136,9 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
     spark_conf = dict(spark.sparkContext.getConf().getAll())
     try:
-        spec = plan(cfg, manifest, spark_conf)
+        # the executors that score: with a stage profile, those of the scoring stage
+        scoring_conf = stage_resources.executor_conf(cfg.scoring_resources, spark.version, spark_conf)
+        spec = plan(cfg, manifest, scoring_conf)
         resources = scoring_resources(cfg, spec, spark.version, spark_conf)
     except io.InputError as e:
         return _fail(2, str(e))
@@ -156,7 +158,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         df = df.repartition(cfg.num_partitions)
     partitions = cfg.num_partitions or raw.rdd.getNumPartitions()  # raw: a file scan, no job runs
     start = (f"scoring {rows_in:,} rows from {cfg.input} ({partitions} partitions) with "
-             f"{manifest.model_id} on backend {spec.backend}, {_device_plan(spark_conf, spec)} "
+             f"{manifest.model_id} on backend {spec.backend}, {_device_plan(scoring_conf, spec)} "
              f"-> {cfg.output}/run_date={cfg.run_date}"
              + (f"; fields_absent: {', '.join(fields_absent)}" if fields_absent else ""))
     t_score = time.time()

@@ -3,8 +3,8 @@
 Reading, checking, the distinct and the join back, and writing need no GPU or NeuronCore, yet
 `spark.task.resource.<r>.amount` makes every task of every stage hold one. From Spark 4.0 a
 DataFrame stage can carry its own ResourceProfile (`DataFrame.mapInPandas(..., profile=)`), so
-the job puts the accelerator on the scoring stage's profile alone. What Spark 4.0 accepts
-(measured on 4.0.2, README.md "Stage-level scheduling"):
+the job puts the accelerator on the scoring stage's profile alone. What Spark 4.0 accepts (its
+messages; measured on 4.0.2 standalone and local, README.md "Stage-level scheduling"):
 
 - with dynamic allocation (standalone, YARN, Kubernetes): a full profile, executor and task
   requests, for which Spark starts executors of its own; the other stages run on the default
@@ -96,18 +96,15 @@ def decide(choice: str, backend: str, spark_version: str, conf: Mapping[str, str
     resource = registry.engine_class(backend).spark_resource
     if not resource:
         return default(f"backend {backend} runs on the CPU: no accelerator to keep to the scoring stage")
-    if _version(spark_version) < FIRST_SPARK:
-        return default(f"Spark {spark_version} cannot give a DataFrame stage its own resource profile (Spark 4.0 "
-                       f"can): every stage runs with the default profile")
-    if conf.get("spark.master", "").startswith("local["):
-        return default(f"local mode: Spark refuses resource profiles there, so scoring runs with the default "
-                       f"profile")
+    refused = _no_profiles(spark_version, conf)
+    if refused:
+        return default(refused)
     engine = registry.engine_class(backend)
     task = {resource: _number(conf, f"task.resource.{resource}.amount", engine.spark_task_amount, float)}
     cpus = _setting(conf, "task.cpus")
     if cpus is not None:
         task["cpus"] = _number(conf, "task.cpus", 1, int)
-    if conf.get("spark.dynamicAllocation.enabled", "false").strip().lower() == "true":
+    if _dynamic(conf):
         executor = {resource: {
             "amount": _number(conf, f"executor.resource.{resource}.amount", engine.spark_executor_amount, int),
             "discoveryScript": _setting(conf, f"executor.resource.{resource}.discoveryScript") or "",
@@ -116,9 +113,12 @@ def decide(choice: str, backend: str, spark_version: str, conf: Mapping[str, str
             executor["cores"] = _number(conf, "executor.cores", 1, int)
         if _setting(conf, "executor.memory") is not None:
             executor["memory"] = _setting(conf, "executor.memory")
-        return ScoringResources(choice, "stage", (
-            f"the scoring stage runs on executors of its own with {executor[resource]['amount']} {resource} each, "
-            f"{_amount(task[resource])} per task; other stages use the default executors"), resource, executor, task)
+        reason = (f"the scoring stage runs on executors of its own with {executor[resource]['amount']} {resource} "
+                  f"each, {_amount(task[resource])} per task; other stages use the default executors")
+        if conf.get(f"spark.executor.resource.{resource}.amount"):
+            reason += (f", which also request {resource} (spark.executor.resource.{resource}.amount) that no other "
+                       f"stage uses: give it as {SCORING_PREFIX}executor.resource.{resource}.amount instead")
+        return ScoringResources(choice, "stage", reason, resource, executor, task)
     default_executors = conf.get(f"spark.executor.resource.{resource}.amount")
     if not default_executors:
         return default(
@@ -134,6 +134,33 @@ def decide(choice: str, backend: str, spark_version: str, conf: Mapping[str, str
         f"dynamic allocation is off, so Spark 4 takes only a task-level profile: each scoring task asks for "
         f"{_amount(task[resource])} {resource} on the default executors ({default_executors} each); "
         f"other stages' tasks hold {others or 'none'}"), resource, {}, task)
+
+
+def executor_conf(choice: str, spark_version: str, conf: Mapping[str, str]) -> Mapping[str, str]:
+    """`conf` as the scoring stage's executors see it: where that stage gets executors of its own
+    (`auto`, Spark 4, dynamic allocation), `spark.accelScoring.scoring.executor.resource.<r>.amount`
+    counts as `spark.executor.resource.<r>.amount`, so `--backend auto` and the start line see the
+    accelerator that only those executors get."""
+    if choice == "off" or _no_profiles(spark_version, conf) or not _dynamic(conf):
+        return conf
+    head, tail = SCORING_PREFIX + "executor.resource.", ".amount"
+    scoring = {f"spark.executor.resource.{k[len(head):-len(tail)]}.amount": v for k, v in conf.items()
+               if k.startswith(head) and k.endswith(tail)}
+    return {**scoring, **conf}
+
+
+def _no_profiles(spark_version: str, conf: Mapping[str, str]) -> str | None:
+    """Why this Spark application cannot give a stage a profile at all, else None."""
+    if _version(spark_version) < FIRST_SPARK:
+        return (f"Spark {spark_version} cannot give a DataFrame stage its own resource profile (Spark 4.0 can): "
+                f"every stage runs with the default profile")
+    if conf.get("spark.master", "").startswith("local["):
+        return "local mode: Spark refuses resource profiles there, so scoring runs with the default profile"
+    return None
+
+
+def _dynamic(conf: Mapping[str, str]) -> bool:
+    return conf.get("spark.dynamicAllocation.enabled", "false").strip().lower() == "true"
 
 
 def _setting(conf: Mapping[str, str], key: str) -> str | None:

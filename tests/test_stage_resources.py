@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.stage_resources import SCORING_PREFIX, ConfError, decide
+from jobs.stage_resources import SCORING_PREFIX, ConfError, decide, executor_conf
 
 CLUSTER = {"spark.master": "spark://127.0.0.1:7077"}
 DYNAMIC = {**CLUSTER, "spark.dynamicAllocation.enabled": "true"}
@@ -51,6 +51,7 @@ def test_stage_amounts_come_from_the_scoring_keys_then_sparks_own():
                                "cores": 12, "memory": "48g"}
     assert chosen.task == {"gpu": 0.25, "cpus": 4}
     assert chosen.summary()["task"] == {"gpu": 0.25, "cpus": 4} and chosen.summary()["choice"] == "auto"
+    assert chosen.reason.endswith(f"give it as {SCORING_PREFIX}executor.resource.gpu.amount instead")
 
 
 def test_without_dynamic_allocation_only_executors_with_the_accelerator_take_a_task_profile():
@@ -108,3 +109,16 @@ def test_an_amount_spark_refuses_stops_the_job_before_any_task(spark, capsys):
                                       "4.0.2", {**DYNAMIC, f"{SCORING_PREFIX}task.resource.gpu.amount": "0.5"})
     assert chosen.task == {"gpu": 0.5} and chosen.profile.taskResources["gpu"].amount == 0.5
     assert f"scoring resources: {chosen.reason}" in capsys.readouterr().err
+
+
+def test_backend_auto_counts_the_scoring_executors_accelerator_only_where_they_get_one():
+    from engines import hardware
+
+    conf = {**DYNAMIC, f"{SCORING_PREFIX}executor.resource.gpu.amount": "1"}
+    assert hardware.executors(executor_conf("auto", "4.0.2", conf)).gpus == 1
+    for choice, version, where in (("off", "4.0.2", conf), ("auto", "3.5.9", conf),
+                                   ("auto", "4.0.2", {**conf, "spark.dynamicAllocation.enabled": "false"})):
+        assert executor_conf(choice, version, where) is where  # Spark's own requests, unchanged
+        assert hardware.executors(where).gpus == 0
+    both = {**conf, "spark.executor.resource.gpu.amount": "2"}
+    assert executor_conf("auto", "4.0.2", both)["spark.executor.resource.gpu.amount"] == "2"
