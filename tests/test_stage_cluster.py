@@ -9,8 +9,10 @@ profile on the other worker. The job runs `--backend neuronx` with the torch_neu
 (tests/doubles/) on the executors' PYTHONPATH, so the engine runs on the CPU while Spark's
 resource scheduler and the engine's core pinning run for real.
 
-Spark's event log says which executor ran each task of each stage and under which resource
-profile; each worker's work folder says which executors it started. Needs pyspark 4.
+Without dynamic allocation the job falls back: a task-level profile where the default executors
+have the NeuronCore, no profile where they do not. Spark's event log says which executor ran each
+task of each stage and under which resource profile; each worker's work folder says which
+executors it started. Needs pyspark 4.
 """
 from __future__ import annotations
 
@@ -64,19 +66,22 @@ def pairs(tmp_path_factory):
     return path, df
 
 
-def run_job(cluster, model, pairs, tmp_path, plan_flags: list, dynamic: bool = True):
+def run_job(cluster, model, pairs, tmp_path, plan_flags: list, **settings: str):
+    """The duplicates job on the cluster with dynamic allocation, unless `settings` (Spark conf,
+    dots as given) say otherwise; returns its result, output, event log and the double's records."""
     events, imports = tmp_path / "events", tmp_path / "neuron-imports.jsonl"
     events.mkdir()
     conf = {
         "spark.executor.cores": "2", "spark.task.cpus": "1", "spark.executor.memory": "512m",
         f"{SCORING_PREFIX}executor.cores": "1",
-        "spark.dynamicAllocation.enabled": str(dynamic).lower(),
+        "spark.dynamicAllocation.enabled": "true",
         "spark.dynamicAllocation.shuffleTracking.enabled": "true",
         "spark.eventLog.enabled": "true", "spark.eventLog.dir": str(events),
         # one plain JSON-lines file: Spark 4 rolls and compresses it by default
         "spark.eventLog.rolling.enabled": "false", "spark.eventLog.compress": "false",
         "spark.executorEnv.PYTHONPATH": os.pathsep.join((str(DOUBLES), str(REPO))),
         "spark.executorEnv.NEURON_DOUBLE_LOG": str(imports),
+        **settings,
     }
     out = tmp_path / "out"
     result = cluster.submit("jobs/duplicates.py", [
@@ -144,7 +149,8 @@ def test_only_the_scoring_stage_runs_on_the_neuroncore_worker(cluster, model, pa
     other = {x for sid, xs in tasks.items() if sid not in scoring for x in xs}
     assert other and {where[x] for x in other} == {PLAIN}  # every other stage: the default executors
     assert all(executors[x] == (0, {}) for x in other), executors
-    reads = [sid for sid, (rp, rdds) in stages.items() if rp == 0 and any("FileScan" in n for n in rdds) and sid in tasks]
+    reads = [sid for sid, (rp, rdds) in stages.items()
+             if rp == 0 and sid in tasks and any("FileScan" in n for n in rdds)]
     assert reads, stages  # the input was read by an executor without the accelerator
     print(f"{plan_flags}: scoring stages {sorted(scoring)} on worker {ACCEL} executors "
           f"{sorted({x for sid in scoring for x in tasks[sid]})}; other stages on worker {PLAIN} executors "
@@ -155,10 +161,30 @@ def test_without_dynamic_allocation_the_job_says_why_and_scores_with_the_default
                                                                                          tmp_path):
     """Spark 4 would fail the scoring stage on a profile with executor requests here, and the
     default executors have no NeuronCore for a task-level one: the job attaches no profile."""
-    result, out, events, _ = run_job(cluster, model, pairs, tmp_path, ["--dedup", "run"], dynamic=False)
+    result, out, events, _ = run_job(cluster, model, pairs, tmp_path, ["--dedup", "run"],
+                                     **{"spark.dynamicAllocation.enabled": "false"})
     chosen = result.summary["scoring_resources"]
     assert chosen["mode"] == "default" and chosen["reason"].startswith("dynamic allocation is off"), chosen
     assert f"scoring resources: {chosen['reason']}" in result.stderr
     assert result.summary["rows_out"] == result.summary["ok"] == len(pairs[1])
     stages, _, _ = stage_runs(events)
     assert {rp for rp, _ in stages.values()} == {0}
+
+
+def test_without_dynamic_allocation_a_task_profile_runs_on_executors_that_have_the_core(cluster, model, pairs,
+                                                                                          tmp_path):
+    """The default executors request the NeuronCore but their tasks do not: Spark 4 takes the
+    task-level profile, so only scoring tasks are handed the core."""
+    result, out, events, imports = run_job(cluster, model, pairs, tmp_path, ["--dedup", "run"], **{
+        "spark.dynamicAllocation.enabled": "false", "spark.executor.cores": "1",
+        "spark.executor.resource.neuroncore.amount": "1"})
+    s = result.summary
+    chosen = s["scoring_resources"]
+    assert chosen["mode"] == "task" and chosen["executor"] == {} and chosen["task"] == {"neuroncore": 1.0, "cpus": 1}
+    assert s["rows_out"] == s["ok"] == len(pairs[1])
+    assert s["tasks"] and all(t["resources"] == {"neuroncore": ["0"]} and t["device"] == "neuron:0" for t in s["tasks"])
+    stages, tasks, executors = stage_runs(events)
+    scoring = {sid for sid, (rp, _) in stages.items() if rp != 0}
+    assert scoring and all(tasks.get(sid) for sid in scoring), stages
+    ran = {x for xs in tasks.values() for x in xs}
+    assert ran and all(executors[x] == (0, {"neuroncore": {"name": "neuroncore", "addresses": ["0"]}}) for x in ran)

@@ -26,11 +26,12 @@ def test_spark_3_5_is_explained_not_refused():
 
 
 def test_local_mode_gets_no_profile():
-    chosen = decide("auto", "tensorrt", "4.0.2", {"spark.master": "local[2]", "spark.dynamicAllocation.enabled": "true"})
+    chosen = decide("auto", "tensorrt", "4.0.2", {**DYNAMIC, "spark.master": "local[2]"})
     assert chosen.mode == "default" and "local mode" in chosen.reason
 
 
-@pytest.mark.parametrize("backend, resource", [("tensorrt", "gpu"), ("neuronx", "neuroncore"), ("neuron", "neuroncore")])
+@pytest.mark.parametrize("backend, resource",
+                         [("tensorrt", "gpu"), ("neuronx", "neuroncore"), ("neuron", "neuroncore")])
 def test_dynamic_allocation_gets_a_stage_profile_with_the_backends_amounts(backend, resource):
     chosen = decide("auto", backend, "4.0.2", DYNAMIC)
     assert chosen.mode == "stage" and chosen.resource == resource
