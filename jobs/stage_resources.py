@@ -18,7 +18,7 @@ The profile's amounts: `spark.accelScoring.scoring.<key>` when set (for the scor
 so the default executors need not carry the accelerator), else Spark's own `spark.<key>`, else
 the backend's (engines/base.py spark_executor_amount, spark_task_amount), for the keys
 executor.resource.<r>.amount/.discoveryScript/.vendor, task.resource.<r>.amount,
-executor.cores, executor.memory and task.cpus; cores, memory and cpus only when set.
+executor.cores, executor.memory, executor.memoryOverhead and task.cpus; those four only when set.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class ScoringResources:
     mode: str
     reason: str
     resource: str | None = None
-    executor: dict = dataclasses.field(default_factory=dict)  # cores, memory, <r>: {amount, discoveryScript, vendor}
+    executor: dict = dataclasses.field(default_factory=dict)  # cores, memory(Overhead), <r>: {amount, discoveryScript, vendor}
     task: dict = dataclasses.field(default_factory=dict)  # cpus, <r>: amount
 
     @functools.cached_property
@@ -65,6 +65,8 @@ class ScoringResources:
                 ereqs.cores(self.executor["cores"])
             if "memory" in self.executor:
                 ereqs.memory(self.executor["memory"])
+            if "memoryOverhead" in self.executor:
+                ereqs.memoryOverhead(self.executor["memoryOverhead"])
             r = self.executor[self.resource]
             ereqs.resource(self.resource, r["amount"], r["discoveryScript"], r["vendor"])
             builder.require(ereqs)
@@ -111,8 +113,9 @@ def decide(choice: str, backend: str, spark_version: str, conf: Mapping[str, str
             "vendor": _setting(conf, f"executor.resource.{resource}.vendor") or ""}}
         if _setting(conf, "executor.cores") is not None:
             executor["cores"] = _number(conf, "executor.cores", 1, int)
-        if _setting(conf, "executor.memory") is not None:
-            executor["memory"] = _setting(conf, "executor.memory")
+        for key in ("memory", "memoryOverhead"):  # YARN kills a GPU executor that outgrows its overhead
+            if _setting(conf, f"executor.{key}") is not None:
+                executor[key] = _setting(conf, f"executor.{key}")
         reason = (f"the scoring stage runs on executors of its own with {executor[resource]['amount']} {resource} "
                   f"each, {_amount(task[resource])} per task; other stages use the default executors")
         if conf.get(f"spark.executor.resource.{resource}.amount"):

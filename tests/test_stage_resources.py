@@ -46,10 +46,10 @@ def test_stage_amounts_come_from_the_scoring_keys_then_sparks_own():
             f"{SCORING_PREFIX}task.resource.gpu.amount": "0.25",
             f"{SCORING_PREFIX}executor.resource.gpu.discoveryScript": "/opt/get_gpus.sh",
             f"{SCORING_PREFIX}executor.resource.gpu.vendor": "nvidia.com",
-            f"{SCORING_PREFIX}executor.cores": "12"}
+            f"{SCORING_PREFIX}executor.cores": "12", f"{SCORING_PREFIX}executor.memoryOverhead": "6144m"}
     chosen = decide("auto", "tensorrt", "4.1.0", conf)
     assert chosen.executor == {"gpu": {"amount": 1, "discoveryScript": "/opt/get_gpus.sh", "vendor": "nvidia.com"},
-                               "cores": 12, "memory": "48g"}
+                               "cores": 12, "memory": "48g", "memoryOverhead": "6144m"}
     assert chosen.task == {"gpu": 0.25, "cpus": 4}
     assert chosen.summary()["task"] == {"gpu": 0.25, "cpus": 4} and chosen.summary()["choice"] == "auto"
     assert chosen.reason.endswith(f"give it as {SCORING_PREFIX}executor.resource.gpu.amount instead")
@@ -86,11 +86,13 @@ def test_a_bad_amount_is_one_clear_error(key, value, words):
 
 def test_the_profile_holds_what_was_decided(spark):
     """Built through pyspark.resource: a task-only profile has no executor requests."""
-    conf = {**DYNAMIC, "spark.executor.cores": "2", "spark.executor.memory": "1g", "spark.task.cpus": "2"}
+    conf = {**DYNAMIC, "spark.executor.cores": "2", "spark.executor.memory": "1g", "spark.task.cpus": "2",
+            "spark.executor.memoryOverhead": "512m"}
     profile = decide("auto", "neuronx", "4.0.2", conf).profile
     assert profile.taskResources["neuroncore"].amount == 1.0 and profile.taskResources["cpus"].amount == 2.0
     assert profile.executorResources["neuroncore"].amount == 1
     assert profile.executorResources["cores"].amount == 2 and profile.executorResources["memory"].amount == 1024
+    assert profile.executorResources["memoryOverhead"].amount == 512
     task_only = decide("auto", "neuronx", "4.0.2", {**CLUSTER, "spark.executor.resource.neuroncore.amount": "2"})
     assert task_only.mode == "task" and task_only.profile.executorResources == {}
 
