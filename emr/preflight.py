@@ -70,9 +70,10 @@ def _release_problems(label: str, env: EnvInfo) -> list[str]:
         known = " or ".join(f"{r.family}x (Spark {r.spark})" for r in RELEASES)
         return [f"release label {label!r} is not {known}: EMR 6.x ships Spark 3.0-3.4 on Amazon Linux 2"]
     problems = []
-    if env.spark_requirement and not admits(env.spark_requirement, f"{found.spark}.0"):
+    wanted = env.spark_requirements
+    if wanted and not any(admits(spec, f"{found.spark}.0") for spec in wanted):
         problems.append(f"{label} runs Spark {found.spark}; the environment's accel-scoring wants pyspark "
-                        f"{env.spark_requirement}")
+                        f"{' or '.join(wanted)}")
     if env.python not in found.pythons:
         problems.append(f"the environment is Python {env.python}; {label} nodes have Python "
                         f"{', '.join(found.pythons)}: build it with `make package-al2023` or `make package-gpu`")
