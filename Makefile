@@ -12,7 +12,7 @@ DEMO_ROWS ?= 10000
 include emr/package.mk emr/airflow.mk
 
 # A venv of the project with its Spark: $(call project-venv,FOLDER,EXTRAS) in the recipe of
-# FOLDER's stamp (.venv here, .venv-spark4 in spark4.mk). EXTRAS name the Spark line's extra.
+# FOLDER's stamp (.venv here, .venv-spark4 in spark4.mk); EXTRAS hold its Spark line's extra.
 define project-venv
 	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
 	$(1)/bin/python -m pip install -q --upgrade pip
@@ -29,10 +29,11 @@ $(STAMP): $(VENV_DEPS)
 
 include spark4.mk
 
-# The venv's Spark (VENV=.venv-spark4: that one's) runs the venv's Python with a quiet console,
-# in a shell that activated nothing. pip's bin/find-spark-home runs bin/find_spark_home.py with `python3` from PATH, which
-# has no pyspark; this venv's copy of that script just names this venv's Spark home. Spark's
-# conf/ then takes spark-env.sh (PYSPARK_PYTHON) and log4j2.properties (WARN): see jobs/conf/.
+# The venv's Spark (with VENV=.venv-spark4, that one's) runs the venv's Python with a quiet
+# console, in a shell that activated nothing. pip's bin/find-spark-home runs bin/find_spark_home.py
+# with `python3` from PATH, which has no pyspark; this venv's copy of that script just names this
+# venv's Spark home. Spark's conf/ then takes spark-env.sh (PYSPARK_PYTHON) and log4j2.properties
+# (WARN): see jobs/conf/.
 spark-conf:
 	home="$$($(PY) -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" && \
 	  mkdir -p "$$home/conf" && cp jobs/conf/log4j2.properties jobs/conf/spark-env.sh "$$home/conf/" && \
