@@ -81,6 +81,17 @@ def _add_step_args(cluster_id: str, *extra: str) -> list[str]:
             "--poll", "0.05", *extra]
 
 
+def _step_run_to_completion(cluster_id: str, capsys) -> tuple[int, str]:
+    """`add-step --wait` with moto finishing the step once it is added: exit code and stdout."""
+    stop = threading.Event()
+    moto_support.finish_steps_when_added(lambda: cluster_id, lambda step: {}, stop=stop)
+    try:
+        code = main(_add_step_args(cluster_id, "--wait", "--", "--backend", "onnx"))
+    finally:
+        stop.set()
+    return code, capsys.readouterr().out
+
+
 # --- staging -------------------------------------------------------------------------------------
 
 def test_stage_uploads_with_checksums_then_skips_unchanged(staged, s3, aws, capsys) -> None:
@@ -223,13 +234,7 @@ def test_emr_8_cluster_runs_a_step(staged, roles, capsys) -> None:
     assert [a["Name"] for a in cluster["Applications"]] == ["Spark"]
     classifications = {c["Classification"]: c for c in cluster["Configurations"]}
     assert classifications["yarn-site"]["Properties"]["yarn.nodemanager.resource-plugins"] == "yarn.io/gpu"
-    stop = threading.Event()
-    moto_support.finish_steps_when_added(lambda: cluster_id, lambda step: {}, stop=stop)
-    try:
-        code = main(_add_step_args(cluster_id, "--wait", "--", "--backend", "onnx"))
-    finally:
-        stop.set()
-    out = capsys.readouterr().out
+    code, out = _step_run_to_completion(cluster_id, capsys)
     assert code == 0, out
     step = boto3.client("emr").describe_step(ClusterId=cluster_id, StepId=out.strip().splitlines()[-1])["Step"]
     assert step["Status"]["State"] == "COMPLETED"
@@ -322,13 +327,7 @@ def test_add_step_and_wait_until_completed(staged, roles, capsys) -> None:
     import boto3
 
     cluster_id = _create_cluster(capsys)
-    stop = threading.Event()
-    moto_support.finish_steps_when_added(lambda: cluster_id, lambda step: {}, stop=stop)
-    try:
-        code = main(_add_step_args(cluster_id, "--wait", "--", "--backend", "onnx"))
-    finally:
-        stop.set()
-    out = capsys.readouterr().out
+    code, out = _step_run_to_completion(cluster_id, capsys)
     assert code == 0
     step_id = out.strip().splitlines()[-1]
     assert f"step {step_id} COMPLETED; logs: {LOGS}{cluster_id}/steps/{step_id}/" in out
