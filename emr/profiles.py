@@ -24,6 +24,7 @@ from typing import Any, Mapping
 from emr.errors import EmrError
 from emr.releases import DEFAULT
 from engines.store import CACHE_ENV  # read by the artifact store and the TensorRT plan cache
+from jobs.stage_resources import SCORING_PREFIX  # the keys the jobs' --scoring-resources reads
 
 DEFAULT_RELEASE_LABEL = DEFAULT.default_label  # emr/releases.py holds it; this name for importers
 GPU_DISCOVERY_SCRIPT = "/usr/lib/spark/scripts/gpu/getGpusResources.sh"  # installed by EMR
@@ -265,8 +266,6 @@ CPU_NODES: Mapping[str, CpuNode] = MappingProxyType({n.instance_type: n for n in
 CPU_EXECUTOR_CORES = 4
 CPU_EXECUTOR_MEMORY_MB = 6 * 1024
 CPU_EXECUTOR_MEMORY_OVERHEAD_MB = 2 * 1024
-# Read by the jobs' --scoring-resources (jobs/stage_resources.py): the scoring stage's profile.
-SCORING_PREFIX = "spark.accelScoring.scoring."
 
 
 def get_cpu_node(instance_type: str) -> CpuNode:

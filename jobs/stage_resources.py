@@ -26,8 +26,6 @@ import dataclasses
 import functools
 from typing import Mapping
 
-from engines import registry
-
 CHOICES = ("auto", "off")
 SCORING_PREFIX = "spark.accelScoring.scoring."
 FIRST_SPARK = (4, 0)  # DataFrame.mapInPandas takes profile= from Spark 4.0
@@ -95,13 +93,15 @@ def decide(choice: str, backend: str, spark_version: str, conf: Mapping[str, str
 
     if choice == "off":
         return default("--scoring-resources off: every stage runs with the default resource profile")
-    resource = registry.engine_class(backend).spark_resource
+    from engines import registry  # here: emr/profiles.py (Airflow venv, no numpy) imports SCORING_PREFIX
+
+    engine = registry.engine_class(backend)
+    resource = engine.spark_resource
     if not resource:
         return default(f"backend {backend} runs on the CPU: no accelerator to keep to the scoring stage")
     refused = _no_profiles(spark_version, conf)
     if refused:
         return default(refused)
-    engine = registry.engine_class(backend)
     task = {resource: _number(conf, f"task.resource.{resource}.amount", engine.spark_task_amount, float)}
     cpus = _setting(conf, "task.cpus")
     if cpus is not None:

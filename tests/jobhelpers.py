@@ -49,6 +49,14 @@ def pairs_frame(n: int, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def pairs_parquet(tmp_path_factory, n: int, seed: int, folder: str):
+    """`pairs_frame(n, seed)` written as a Parquet input for a module's jobs: (path, frame)."""
+    df = pairs_frame(n, seed=seed)
+    path = tmp_path_factory.mktemp(folder) / "pairs.parquet"
+    df.to_parquet(path)
+    return path, df
+
+
 @contextlib.contextmanager
 def executor_env(spark, **env):
     """Set environment variables for the Python workers of jobs started inside the block.

@@ -17,7 +17,7 @@ import pytest
 
 from jobs.duplicates import main
 from engines.registry import BackendFallbackWarning
-from tests.jobhelpers import pairs_frame, read_partition, run_job
+from tests.jobhelpers import pairs_parquet, read_partition, run_job
 from tests.neuron_doubles import DOUBLES, compile_neuron
 
 pytestmark = pytest.mark.spark
@@ -26,10 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory):
-    df = pairs_frame(60, seed=4)
-    path = tmp_path_factory.mktemp("in") / "pairs.parquet"
-    df.to_parquet(path)
-    return path, df
+    return pairs_parquet(tmp_path_factory, 60, 4, "in")
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.jobhelpers import pairs_frame, read_partition
+from tests.jobhelpers import pairs_parquet, read_partition
 from tests.standalone import StandaloneCluster, alive, descendants, listening_addresses
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900),
@@ -45,10 +45,7 @@ def model(compile_artifact):
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory):
-    df = pairs_frame(3000, seed=11)
-    path = tmp_path_factory.mktemp("cluster-in") / "pairs.parquet"
-    df.to_parquet(path)
-    return path, df
+    return pairs_parquet(tmp_path_factory, 3000, 11, "cluster-in")
 
 
 def run_job(cluster, model, pairs, out, resource: str, name: str, fault: str | None = None, fault_dir=None,

@@ -25,7 +25,7 @@ import pyspark
 import pytest
 
 from jobs.stage_resources import FIRST_SPARK, SCORING_PREFIX
-from tests.jobhelpers import pairs_frame, read_partition
+from tests.jobhelpers import pairs_parquet, read_partition
 from tests.neuron_doubles import DOUBLES, compile_neuron
 from tests.standalone import REPO, StandaloneCluster, alive
 
@@ -60,10 +60,7 @@ def model(tiny_models, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory):
-    df = pairs_frame(400, seed=5)
-    path = tmp_path_factory.mktemp("stage-in") / "pairs.parquet"
-    df.to_parquet(path)
-    return path, df
+    return pairs_parquet(tmp_path_factory, 400, 5, "stage-in")
 
 
 def run_job(cluster, model, pairs, tmp_path, plan_flags: list, **settings: str):
