@@ -67,7 +67,7 @@ def test_routed_encoder_matches_tokenizers_on_generator_texts(encoders):
     assert routed.single_route.startswith("flash_tokenizer") and plain.single_route.startswith("off")
     texts = _generator_texts(6000)
     taken = sum(routed._flash.takes(t) for t in dict.fromkeys(texts))
-    assert taken > 0.85 * len(set(texts))  # the route is what these texts actually get
+    assert taken > 0.99 * len(set(texts))  # the route is what these texts actually get
     enc = _assert_same(routed, plain, texts)
     if routed.max_seq_len == 64:
         assert enc.truncated.any()  # long sides at the short length: truncation exercised
@@ -100,7 +100,12 @@ def _edge_corpus(seed=0):
 def test_routed_encoder_matches_tokenizers_on_unicode_edge_cases(encoders):
     routed, plain = encoders
     texts = _edge_corpus()
-    assert any(routed._flash.takes(t) for t in texts) and not all(routed._flash.takes(t) for t in texts)
+    takes = [routed._flash.takes(t) for t in texts]
+    assert any(takes) and not all(takes)
+    assert routed._flash.accepts(texts).tolist() == takes  # the whole-batch look and the per-text one agree
+    for i, t in enumerate(texts):  # one text it refuses among ones it takes
+        if not takes[i] and i > 0 and takes[i - 1]:
+            assert routed._flash.accepts([texts[i - 1], t, texts[i - 1]]).tolist() == [True, False, True]
     enc = _assert_same(routed, plain, texts)
     assert enc.truncated.any() and not enc.truncated.all()
 
@@ -129,6 +134,55 @@ def test_routed_encoder_matches_tokenizers_on_random_ascii(encoders):
     _assert_same(routed, plain, _ascii_fuzz(3000, seed=routed.max_seq_len))
 
 
+@needs_flash
+def test_each_safe_character_encodes_the_same_in_every_position(encoders):
+    routed, plain = encoders
+    longest = min(routed.max_seq_len, flash_route.MAX_INPUT_CHARS_PER_WORD + 1) - 2
+    texts, known = [], routed._flash._characters  # SAFE_CHARACTERS that this vocab holds
+    assert len(known) > 400
+    for ch in sorted(known):
+        n = len(ch.encode())
+        texts += [form.replace("{}", ch) for form in ("ab {} cd", "ab{}cd", "{}{}{}x", "x{}", "{}", "A{}B {} 12{}34", "({})")]
+        texts += [f"x {ch * (longest // n)} y", f"x {'a' * (longest - n)}{ch} y", " ".join([ch + "word"] * routed.max_seq_len),
+                  f"{ch.upper() * 3} {ch.lower() * 3}"]
+    texts = [t for t in texts if routed._flash.takes(t)]  # all but the upper cases that leave the set (ÿ: Ÿ)
+    assert len(texts) > 10 * len(known)
+    _assert_same(routed, plain, texts)
+
+
+@needs_flash
+def test_routed_encoder_matches_tokenizers_on_random_latin_text(encoders):
+    routed, plain = encoders
+    rng = random.Random(routed.max_seq_len)
+    known = routed._flash._characters
+    latin, unknown = sorted(known - set(map(chr, range(128)))), sorted(flash_route.SAFE_CHARACTERS - known)
+    words = "usb-c charger 65w black/grey pack of 2 crème brûlée 25°c".split()
+    texts = []
+    for _ in range(3000):
+        parts = [rng.choice(words) if rng.random() < 0.6 else
+                 "".join(rng.choice(latin) if rng.random() < 0.5 else rng.choice("abcxyz09-.") for _ in range(rng.randint(1, 14)))
+                 for _ in range(rng.randint(0, 120))]
+        if rng.random() < 0.2:  # a character the vocab lacks: [UNK], so tokenizers'
+            parts.insert(rng.randrange(len(parts) + 1), rng.choice(unknown))
+        texts.append(rng.choice((" ", "", "  ")).join(parts))
+    taken = sum(map(routed._flash.takes, texts))
+    assert len(texts) // 2 < taken < len(texts)
+    _assert_same(routed, plain, texts)
+
+
+@needs_flash
+def test_the_whole_batch_look_refuses_what_the_per_text_look_refuses(encoders):
+    routed, _ = encoders
+    route, longest = routed._flash, routed._flash._longest_word
+    taken = ["usb-c charger 65w", "crème brûlée • 25°c", "x" * longest, "é" * (longest // 2), ""]
+    refused = ["x" * (longest + 1), "é" * (longest // 2 + 1), "a\x0b" * longest, "a\xa0" * longest, "[CLS] hi",
+               "hi [sep]", "日本", "¿qué?", "x\u0301", "\u200b"]
+    assert all(map(route.takes, taken)) and not any(map(route.takes, refused))
+    assert route.accepts(taken).all()
+    for text in refused:
+        assert route.accepts([*taken, text, *taken]).tolist() == [True] * len(taken) + [False] + [True] * len(taken), repr(text)
+
+
 def test_refusal_names_what_flash_tokenizer_does_not_implement(minilm_config):
     assert flash_route.refusal(minilm_config) is None
 
@@ -147,6 +201,7 @@ def test_refusal_names_what_flash_tokenizer_does_not_implement(minilm_config):
     assert "not BertPreTokenizer" in changed(("pre_tokenizer", "type"), "Whitespace")
     assert "max_input_chars_per_word is 200" in changed(("model", "max_input_chars_per_word"), 200)
     assert "line break" in changed(("model", "vocab", "a\nb"), 5)
+    assert "added token" in changed(("added_tokens", 0, "normalized"), True)
 
 
 def test_vocab_file_is_written_once_in_id_order(minilm_config, tmp_path, monkeypatch):

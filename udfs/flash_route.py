@@ -4,13 +4,14 @@ flash-tokenizer (`flash_tokenizer`, optional) encodes BERT WordPiece several tim
 CPU-second than `tokenizers`, but not identically on all input: it differs on combining marks,
 Hangul, fullwidth and format characters, private-use code points, some Latin-1 punctuation and
 literal special tokens such as `[CLS]`, and it takes the call's max_length as its per-word
-character limit where WordPiece uses `max_input_chars_per_word`. So it gets only the texts where
-none of that can arise: ASCII, no added token's content (any case), and no run of non-whitespace
-long enough to meet either per-word limit. Everything else, and every pair, stays with the
-artifact's tokenizer (udfs/tokenize.py).
+limit (in UTF-8 bytes) where WordPiece uses `max_input_chars_per_word` (in characters). So it
+gets only the texts where none of that can arise: every character in `SAFE_CHARACTERS`, no added
+token's content (in any case), and no run of non-whitespace long enough, in bytes, to meet either
+per-word limit. Everything else, and every pair, stays with the artifact's tokenizer
+(udfs/tokenize.py).
 
 It is used only when the tokenizer.json is the BERT WordPiece it implements (`refusal`) and
-when a probe of deterministic ASCII texts (truncation and long words included) encodes exactly
+when a probe of deterministic texts (truncation and long words included) encodes exactly
 as the artifact's tokenizer does (`probe_texts`). ACCEL_SCORING_FAST_TOKENIZER=0 turns it off.
 """
 from __future__ import annotations
@@ -30,9 +31,18 @@ from engines.store import CACHE_ENV, DEFAULT_CACHE_DIR
 ENV = "ACCEL_SCORING_FAST_TOKENIZER"
 # WordPiece's per-word limit this route was checked against; a different one is refused.
 MAX_INPUT_CHARS_PER_WORD = 100
-# What BertNormalizer turns into a word break among ASCII characters; every other ASCII control
-# character is dropped, which joins its neighbours, so it counts as part of a word here.
+# The word breaks a word's length is measured between. Any other character, a dropped control
+# character or a non-ASCII space, counts as part of the word: that can only overstate its length.
 ASCII_WORD_BREAKS = " \t\n\r"
+# Characters flash-tokenizer 1.2.0 encodes as `tokenizers` does, alone, repeated, inside and
+# between words, in both cases, and in words up to the per-word limit (tests/test_fast_tokenizer.py
+# checks each): ASCII, Latin-1 (not its C1 controls) and Latin Extended-A/B but for the punctuation
+# it splits differently (¡ § « soft hyphen ¶ » ¿) and the two whose lowercase is longer (İ ǰ),
+# and the typographic marks of product text. A route takes only those of them its vocab holds
+# (`known_characters`): cut at max_length, flash-tokenizer keeps the first pieces of a word that
+# WordPiece makes one [UNK].
+SAFE_CHARACTERS = frozenset(
+    {chr(c) for c in (*range(0x80), *range(0xA0, 0x250))} - set("¡§«\u00ad¶»¿İǰ") | set("‐‑‒–—―‘’‚‛“”„‟†‡•…‰′″‹›€™№℃←→↑↓−∞≤≥"))
 
 
 def refusal(config: dict) -> str | None:
@@ -51,6 +61,8 @@ def refusal(config: dict) -> str | None:
         return f"pre-tokenizer is {pre.get('type')}, not BertPreTokenizer"
     if post.get("type") not in ("BertProcessing", "TemplateProcessing"):
         return f"post-processor is {post.get('type')}"
+    if any(t.get("normalized") for t in config.get("added_tokens", [])):
+        return "an added token is matched after normalizing"
     if model.get("max_input_chars_per_word") != MAX_INPUT_CHARS_PER_WORD:
         return f"max_input_chars_per_word is {model.get('max_input_chars_per_word')}, not {MAX_INPUT_CHARS_PER_WORD}"
     if model.get("continuing_subword_prefix") != "##":
@@ -79,7 +91,7 @@ def vocab_file(config: dict) -> Path:
 class FlashRoute:
     """flash-tokenizer for the single texts `takes` accepts (udfs/tokenize.py routes them)."""
 
-    def __init__(self, config: dict, max_seq_len: int):
+    def __init__(self, config: dict, max_seq_len: int, characters: frozenset[str]):
         from flash_tokenizer._core import FlashBertTokenizer
 
         normalizer = config["normalizer"]
@@ -88,15 +100,29 @@ class FlashRoute:
                                        max_seq_len + 1, bool(normalizer.get("handle_chinese_chars", True)))
         # Longest word both tokenizers keep whole: WordPiece's limit, and flash-tokenizer's
         # (the call's max_length, max_seq_len + 1 here) with a margin of one.
-        longest_word = min(max_seq_len, MAX_INPUT_CHARS_PER_WORD + 1) - 2
-        self._long_word = re.compile(f"[^{re.escape(ASCII_WORD_BREAKS)}]{{{longest_word + 1},}}")
-        self._added = sorted({t["content"].lower() for t in config.get("added_tokens", [])})
+        self._longest_word = longest_word = min(max_seq_len, MAX_INPUT_CHARS_PER_WORD + 1) - 2
+        # Only from a word's start (the lookbehind): linear in the text, not in text x limit.
+        self._long_word = re.compile(f"(?<![^{ASCII_WORD_BREAKS}])[^{ASCII_WORD_BREAKS}]{{{longest_word + 1}}}".encode())
+        self._characters = characters
+        self._ascii = characters.issuperset(map(chr, range(128)))
+        self._foreign = re.compile(f"[^{''.join(map(re.escape, sorted(characters)))}]")
+        # WordPiece matches these in the raw text (`refusal`: none after normalizing); any case here.
+        added = sorted({t["content"] for t in config.get("added_tokens", [])})
+        self._added = re.compile("|".join(map(re.escape, added)), re.IGNORECASE) if added else None
+
+    def accepts(self, texts: list[str]) -> np.ndarray:
+        """`takes` of each text; one look at the whole batch when that shows it takes them all."""
+        joined = "\n".join(texts)  # a word break: no word spans two texts
+        if ((self._ascii and joined.isascii()) or not self._foreign.search(joined)) and \
+                _longest_word_bytes(joined.encode()) <= self._longest_word and not (self._added and self._added.search(joined)):
+            return np.ones(len(texts), dtype=bool)
+        return np.fromiter(map(self.takes, texts), dtype=bool, count=len(texts))
 
     def takes(self, text: str) -> bool:
-        if not text.isascii() or self._long_word.search(text):
+        if not ((self._ascii and text.isascii()) or not self._foreign.search(text)) or \
+                self._long_word.search(text.encode()):
             return False
-        lowered = text.lower()
-        return not any(t in lowered for t in self._added)
+        return not (self._added and self._added.search(text))
 
     def encode_all(self, texts: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
         """ids and truncation of `texts`, all of which `takes` accepts. Serial (parallel=False):
@@ -112,6 +138,16 @@ class FlashRoute:
         return ids, truncated
 
 
+def _longest_word_bytes(data: bytes) -> int:
+    """The longest run of bytes between ASCII_WORD_BREAKS: `takes`'s long-word test for a whole
+    batch at once (a regex costs as much per byte as flash-tokenizer's encoding)."""
+    codes = np.frombuffer(data, dtype=np.uint8)
+    breaks = np.zeros(len(codes), dtype=bool)
+    for b in ASCII_WORD_BREAKS.encode():
+        breaks |= codes == b
+    return int(np.diff(np.flatnonzero(breaks), prepend=-1, append=len(codes)).max()) - 1
+
+
 def load(config: dict, max_seq_len: int, reference: Callable[[list[str]], tuple[list, np.ndarray]]
          ) -> tuple[FlashRoute | None, str]:
     """The route for this tokenizer.json, or None; and, for the worker's log, why (not).
@@ -125,7 +161,7 @@ def load(config: dict, max_seq_len: int, reference: Callable[[list[str]], tuple[
     why = refusal(config)
     if why:
         return None, f"not used: {why}"
-    route = FlashRoute(config, max_seq_len)
+    route = FlashRoute(config, max_seq_len, known_characters(config, reference))
     texts = [t for t in probe_texts(max_seq_len) if route.takes(t)]
     ids, truncated = route.encode_all(texts)
     want_ids, want_truncated = reference(texts)
@@ -133,17 +169,27 @@ def load(config: dict, max_seq_len: int, reference: Callable[[list[str]], tuple[
     if bad or (truncated != want_truncated).any():
         example = repr((bad or [t for t, x, y in zip(texts, truncated, want_truncated) if x != y])[0][:60])
         return None, f"not used: its probe differs from the tokenizer's on {len(bad)} of {len(texts)} texts, e.g. {example}"
-    return route, f"flash_tokenizer for ASCII single texts (probe: {len(texts)} texts identical)"
+    return route, f"flash_tokenizer for single texts of Latin script (probe: {len(texts)} texts identical)"
+
+
+def known_characters(config: dict, reference: Callable[[list[str]], tuple[list, np.ndarray]]) -> frozenset[str]:
+    """The SAFE_CHARACTERS that never make a word [UNK] with this vocab: alone, and inside a word."""
+    chars = sorted(SAFE_CHARACTERS)
+    ids, _ = reference([form for c in chars for form in (c, f"x{c}x")])
+    unk = config["model"]["vocab"].get(config["model"].get("unk_token"))
+    return frozenset(c for c, alone, inside in zip(chars, ids[::2], ids[1::2]) if unk not in alone and unk not in inside)
 
 
 def probe_texts(max_seq_len: int, n: int = 300, seed: int = 0) -> list[str]:
-    """Deterministic ASCII texts the route must encode as the artifact's tokenizer does: words,
-    digits, punctuation and brackets, control characters and whitespace variants, words at and
-    past the longest the route takes, and texts around the truncation length."""
+    """Deterministic texts the route must encode as the artifact's tokenizer does: words, digits,
+    punctuation and brackets, accented Latin and typographic marks, control characters and
+    whitespace variants, words at and past the longest the route takes, and texts around the
+    truncation length."""
     rng = random.Random(seed)
     words = ("usb-c charger 65w gan 3-port (2c+1a) black/grey #hx-9000 Stainless STEEL pack of 2 "
              "5'11\" 1/2-inch $19.99 12,345.67 e-mail x@y.com [2 pack] {set} <b> a_b ~ ` | \\ ^ "
-             "unbelievably reconfigurable tokenization WiFi iPhone15 ProMax 256GB !!! ??? ...").split()
+             "unbelievably reconfigurable tokenization WiFi iPhone15 ProMax 256GB !!! ??? ... café CRÈME "
+             "brûlée naïve Ångström Łódź ŠKODA ß 25°C ±5% ½ © ® ™ • – — “quoted” ‘it’s’ €19,99 £5 ¥ …").split()
     odd = ["\x00", "\x07", "\x0b", "\x0c", "\x1b", "\x1f", "\x7f", "\t", "\n", "\r\n", "  "]
     longest = min(max_seq_len, MAX_INPUT_CHARS_PER_WORD + 1) - 2
     texts = ["", " ", "\t\n", "[cls] [sep]", "[CLS] x", "[2 Pack] USB", "a" * longest, "a" * (longest + 1),

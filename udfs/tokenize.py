@@ -92,8 +92,7 @@ class TextEncoder:
     def _encode_singles(self, texts: list[str], clipped: np.ndarray) -> Encoded:
         """The texts flash-tokenizer takes in one call to it, the rest in one to `tokenizers`,
         merged back in input order."""
-        mine = np.fromiter((self._flash.takes(t) for t in texts), dtype=bool, count=len(texts)) \
-            if self._flash else np.zeros(len(texts), dtype=bool)
+        mine = self._flash.accepts(texts) if self._flash else np.zeros(len(texts), dtype=bool)
         if not mine.any():
             return self._pack(self._encode_batch(texts), clipped)
         here = np.flatnonzero(mine)
