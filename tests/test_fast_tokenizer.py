@@ -236,6 +236,16 @@ def test_tokenizers_alone_for_a_tokenizer_flash_tokenizer_does_not_implement(min
 
 
 @needs_flash
+def test_tokenizers_alone_when_the_vocab_cannot_be_written(minilm_dir, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("ACCEL_SCORING_CACHE", str(blocker))  # vocab/ would go under a file
+    enc = TextEncoder(minilm_dir / "tokenizer.json", 64)
+    assert enc._flash is None and enc.single_route.startswith("not used: NotADirectoryError")
+    assert enc.encode(["usb-c charger"]).ids[0].tolist() == enc._tok.encode("usb-c charger").ids
+
+
+@needs_flash
 def test_a_cased_bert_is_routed_with_case_kept(minilm_config, tmp_path):
     config = copy.deepcopy(minilm_config)
     config["normalizer"].update(lowercase=False, strip_accents=None)

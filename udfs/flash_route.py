@@ -17,7 +17,7 @@ as the artifact's tokenizer does (`probe_texts`). ACCEL_SCORING_FAST_TOKENIZER=0
 from __future__ import annotations
 
 import hashlib
-import json
+import itertools
 import os
 import random
 import re
@@ -29,6 +29,9 @@ import numpy as np
 from engines.store import CACHE_ENV, DEFAULT_CACHE_DIR
 
 ENV = "ACCEL_SCORING_FAST_TOKENIZER"
+# Texts per flash-tokenizer call. It holds the GIL while it encodes (tokenizers releases it), so
+# with --overlap a call this size (a few milliseconds) is as long as it stalls the engine's thread.
+GIL_CHUNK = 256
 # WordPiece's per-word limit this route was checked against; a different one is refused.
 MAX_INPUT_CHARS_PER_WORD = 100
 # The word breaks a word's length is measured between. Any other character, a dropped control
@@ -130,8 +133,11 @@ class FlashRoute:
         Encoded at max_seq_len + 1, a row longer than max_seq_len lost tokens: it keeps [CLS],
         its first max_seq_len - 2 tokens and [SEP], as WordPiece's truncation does."""
         cut = self.max_seq_len - 1
+        rows = itertools.chain.from_iterable(
+            self._tok.batch_encode(texts[i:i + GIL_CHUNK], "longest", self.max_seq_len + 1, False)
+            for i in range(0, len(texts), GIL_CHUNK))
         ids, truncated = [], np.zeros(len(texts), dtype=bool)
-        for i, row in enumerate(self._tok.batch_encode(texts, "longest", self.max_seq_len + 1, False)):
+        for i, row in enumerate(rows):
             if len(row) > self.max_seq_len:
                 row, truncated[i] = row[:cut] + row[-1:], True
             ids.append(np.asarray(row, dtype=np.int64))
@@ -161,7 +167,10 @@ def load(config: dict, max_seq_len: int, reference: Callable[[list[str]], tuple[
     why = refusal(config)
     if why:
         return None, f"not used: {why}"
-    route = FlashRoute(config, max_seq_len, known_characters(config, reference))
+    try:
+        route = FlashRoute(config, max_seq_len, known_characters(config, reference))
+    except Exception as e:  # an unwritable cache folder, a vocab it cannot read: tokenizers alone
+        return None, f"not used: {type(e).__name__}: {e}"
     texts = [t for t in probe_texts(max_seq_len) if route.takes(t)]
     ids, truncated = route.encode_all(texts)
     want_ids, want_truncated = reference(texts)
