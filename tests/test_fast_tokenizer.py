@@ -37,8 +37,7 @@ def _encoders(tokenizer_json, max_seq_len):
 @pytest.fixture(scope="module", params=[256, 64], ids=["L256", "L64"])
 def encoders(request, minilm_dir):
     """The embedding artifact's length (sides) and the intent artifact's (queries)."""
-    routed, plain = _encoders(minilm_dir / "tokenizer.json", request.param)
-    return routed, plain
+    return _encoders(minilm_dir / "tokenizer.json", request.param)
 
 
 def _assert_same(routed, plain, texts):
