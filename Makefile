@@ -11,18 +11,29 @@ DEMO_ROWS ?= 10000
 
 include emr/package.mk emr/airflow.mk
 
-$(STAMP): pyproject.toml Makefile jobs/conf/log4j2.properties jobs/conf/spark-env.sh
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[compile,spark,aws,dev]"
-	$(MAKE) --no-print-directory spark-conf
+# A venv of the project with its Spark: $(call project-venv,FOLDER,EXTRAS) in the recipe of
+# FOLDER's stamp (.venv here, .venv-spark4 in spark4.mk); EXTRAS hold its Spark line's extra.
+define project-venv
+	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install -q --upgrade pip
+	$(1)/bin/python -m pip install -q "$(TORCH_SPEC)"
+	$(1)/bin/python -m pip install -q -e ".[$(2)]"
+	$(MAKE) --no-print-directory spark-conf VENV=$(1)
 	touch $@
+endef
+VENV_DEPS := pyproject.toml Makefile jobs/conf/log4j2.properties jobs/conf/spark-env.sh
+EXTRAS := compile,spark,aws,dev
 
-# The venv's Spark runs the venv's Python with a quiet console, in a shell that activated
-# nothing. pip's bin/find-spark-home runs bin/find_spark_home.py with `python3` from PATH, which
-# has no pyspark; this venv's copy of that script just names this venv's Spark home. Spark's
-# conf/ then takes spark-env.sh (PYSPARK_PYTHON) and log4j2.properties (WARN): see jobs/conf/.
+$(STAMP): $(VENV_DEPS)
+	$(call project-venv,$(VENV),$(EXTRAS))
+
+include spark4.mk
+
+# The venv's Spark (with VENV=.venv-spark4, that one's) runs the venv's Python with a quiet
+# console, in a shell that activated nothing. pip's bin/find-spark-home runs bin/find_spark_home.py
+# with `python3` from PATH, which has no pyspark; this venv's copy of that script just names this
+# venv's Spark home. Spark's conf/ then takes spark-env.sh (PYSPARK_PYTHON) and log4j2.properties
+# (WARN): see jobs/conf/.
 spark-conf:
 	home="$$($(PY) -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" && \
 	  mkdir -p "$$home/conf" && cp jobs/conf/log4j2.properties jobs/conf/spark-env.sh "$$home/conf/" && \
@@ -40,9 +51,11 @@ s3a-jars: $(STAMP)
 	$(PY) -m tests.s3a_jars
 
 # The Airflow DAG tests run in their own venv (emr/airflow.mk): Airflow's pins clash with Spark's.
-test: $(STAMP) $(AIRFLOW_STAMP) s3a-jars
+# Then the Spark tests again on Spark 4.0 (spark4.mk).
+test: $(STAMP) $(AIRFLOW_STAMP) $(SPARK4_STAMP) s3a-jars
 	$(PY) -m pytest --ignore=tests/airflow
 	$(MAKE) --no-print-directory test-airflow
+	$(MAKE) --no-print-directory test-spark4
 
 package: $(STAMP)
 

@@ -215,7 +215,8 @@ def cores_per_device(jobs: list[dict]) -> list[dict]:
 def _job(kind: str, main, frame, texts: list[str], art: Path, work: Path, cores: int, spark, workload) -> dict:
     """One job with the zero-cost engine, with plain tokenization of the same texts just before
     and just after it (their mean is the baseline, so load on a shared machine hits both alike),
-    its time split, and the same job with ACCELERATOR_ARROW_ROWS rows per Arrow batch."""
+    its time split, and the same job with ACCELERATOR_ARROW_ROWS rows per Arrow batch and with
+    the other --dedup level."""
     from bench import job_bench
     from bench.run import log
     from engines.artifact import open_artifact
@@ -233,6 +234,11 @@ def _job(kind: str, main, frame, texts: list[str], art: Path, work: Path, cores:
     log(f"host ceiling: {kind} job, zero-cost engine, {ACCELERATOR_ARROW_ROWS} rows per Arrow batch")
     big = job_bench.measured(main, frame=frame, work=work, name=f"host-{kind}-arrow", model=art, partitions=cores,
                              extra=["--arrow-batch-rows", str(ACCELERATOR_ARROW_ROWS)])
+    level = s["dedup"]["level"]
+    other = "batch" if level == "run" else "run"
+    log(f"host ceiling: {kind} job, zero-cost engine, --dedup {other} (the default here is {level})")
+    alt = job_bench.measured(main, frame=frame, work=work, name=f"host-{kind}-{other}", model=art, partitions=cores,
+                             extra=["--dedup", other])
     data = work / f"host-{kind}.parquet"
     read_arrow = job_bench.passthrough_seconds(spark, input=data, output=None, workload=workload, partitions=cores)
     read_arrow_write = job_bench.passthrough_seconds(spark, input=data, output=work / f"host-{kind}-passthrough",
@@ -259,7 +265,8 @@ def _job(kind: str, main, frame, texts: list[str], art: Path, work: Path, cores:
             "padding_efficiency": s["padding_efficiency"], "engine_seconds": s["engine_seconds"],
             "tokenize_seconds": s["tokenize_seconds"], "udf_seconds": s["udf_seconds"],
             "options": s["options"], "time_split": time_split(s, read_arrow, read_arrow_write, worker, cores),
-            "worker_replay": worker, "accelerator_arrow_batch": {"arrow_batch_rows": ACCELERATOR_ARROW_ROWS, **rates(big)}}
+            "worker_replay": worker, "accelerator_arrow_batch": {"arrow_batch_rows": ACCELERATOR_ARROW_ROWS, **rates(big)},
+            "dedup": level, "other_dedup": {"dedup": other, **rates(alt)}}
 
 
 def _sequences_per_row(summary: dict, worker: dict, rows: int) -> float:

@@ -37,8 +37,9 @@ def host_markdown(h: dict) -> list[str]:
            f"{h['cores']} cores.", "",
            "| job | rows | job rows/s | per core | plain tokenization rows/s (1 thread; seconds before, after) "
            "| per core / plain | goal | met | padding eff. | sequences per row | with "
-           f"{h['jobs'][0]['accelerator_arrow_batch']['arrow_batch_rows']:,} rows per Arrow batch: per core, / plain |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           f"{h['jobs'][0]['accelerator_arrow_batch']['arrow_batch_rows']:,} rows per Arrow batch: per core, / plain "
+           "| with the other `--dedup`: per core, / plain |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for j in h["jobs"]:
         before, after = j["plain_tokenization_seconds"]
         big = j["accelerator_arrow_batch"]
@@ -46,7 +47,10 @@ def host_markdown(h: dict) -> list[str]:
                    f"{_fmt(j['plain_tokenization_rows_per_second'])} ({before:.1f} s, {after:.1f} s) | "
                    f"{j['vs_plain_tokenization']:.2f}x | {j['target']}x | {'yes' if j['met'] else '**no**'} | "
                    f"{_fmt(j['padding_efficiency'], 3)} | {j['sequences_per_row']:.2f} | "
-                   f"{_fmt(big['rows_per_second_per_core'])}, {big['vs_plain_tokenization']:.2f}x |")
+                   f"{_fmt(big['rows_per_second_per_core'])}, {big['vs_plain_tokenization']:.2f}x | "
+                   + (f"`{j['other_dedup']['dedup']}` (default `{j['dedup']}`): "
+                      f"{_fmt(j['other_dedup']['rows_per_second_per_core'])}, "
+                      f"{j['other_dedup']['vs_plain_tokenization']:.2f}x |" if "other_dedup" in j else "– |"))
     keys = list(SPLIT_NAMES)
     out += ["", "Time split of each job's scoring wall time (read + Arrow and write: pass-through jobs with the "
             "same plan; tokenization and engine: the job's own metrics; validation, batching + padding and "
@@ -178,11 +182,16 @@ def host_panel(ax, h: dict) -> None:
     jobs = h["jobs"]
     y = np.arange(len(jobs))
     big = jobs[0]["accelerator_arrow_batch"]["arrow_batch_rows"]
-    for offset, label, values, color in (
-            (0.2, "4,096 rows per Arrow batch (default)", [j["vs_plain_tokenization"] for j in jobs], "#2b6cb0"),
-            (-0.2, f"{big:,} rows per Arrow batch", [j["accelerator_arrow_batch"]["vs_plain_tokenization"] for j in jobs],
-             "#90cdf4")):
-        ax.barh(y + offset, values, 0.4, color=color, label=label)
+    bars = [("defaults: 4,096 rows per Arrow batch, the job's --dedup", [j["vs_plain_tokenization"] for j in jobs],
+             "#2b6cb0"),
+            (f"{big:,} rows per Arrow batch", [j["accelerator_arrow_batch"]["vs_plain_tokenization"] for j in jobs],
+             "#90cdf4")]
+    if all("other_dedup" in j for j in jobs):
+        bars.append(("the other --dedup level", [j["other_dedup"]["vs_plain_tokenization"] for j in jobs], "#9ae6b4"))
+    height = 0.8 / len(bars)
+    for n, (label, values, color) in enumerate(bars):
+        offset = 0.4 - height * (n + 0.5)
+        ax.barh(y + offset, values, height, color=color, label=label)
         for i, v in enumerate(values):
             ax.text(v, i + offset, f" {v:.2f}x", va="center", fontsize=8)
     ax.axvline(jobs[0]["target"], color="#c53030", ls="--", label=f"goal {jobs[0]['target']}x")

@@ -73,4 +73,4 @@ class BootstrapEnv:
             dists.update((normalize(n), v) for n, _, v in (p.partition("==") for p in pins if p))
             modules = BACKEND_MODULES["tensorrt"]  # that file is what gives the tensorrt backend
         return EnvInfo(python=PYTHON, interpreter=INTERPRETER, modules=modules, distributions=dists,
-                       spark_requirement=None, archive_sha256="", archive_size=0)
+                       spark_requirements=(), archive_sha256="", archive_size=0)

@@ -34,7 +34,7 @@ from emr.aws import Clients
 from emr.bootstrap_env import BootstrapEnv
 from emr.cluster import DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE, PYTHON_ENVS
 from emr.errors import EmrError
-from emr.profiles import DEFAULT_RELEASE_LABEL
+from emr.releases import DEFAULT, EMR8
 from emr.k8s.sizing import DEFAULT_INSTANCE_TYPE, INF2
 from jobs.cli import backend_choices
 
@@ -119,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dist", type=Path, default=L_REPO / "dist")
     p.add_argument("--no-env", action="store_true", help="skip the venv-pack archive")
     p.add_argument("--extras", default="aws", help="extras installed in the environment (default %(default)s)")
+    p.add_argument("--release-label", default=DEFAULT.default_label,
+                   help="the EMR release the archive is for: its line's constraints (default %(default)s)")
 
     p = sub.add_parser("preflight", help="check a GPU run offline: environment, artifact, profile, release",
                        parents=[_dry_run("list the checks and read nothing (preflight sends nothing anyway)"),
@@ -128,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the environment archive the steps will ship, with --python-env archive "
                         "(default %(default)s)")
     p.add_argument("--model", type=Path, help="a local artifact folder (its manifest.json) to check too")
-    p.add_argument("--release-label", default=None, help="EMR release (default from emr.profiles)")
+    p.add_argument("--release-label", default=None, help="EMR release (default from emr.releases)")
     p.add_argument("--backend", default="auto", choices=backend_choices(),
                    help="the job's --backend (default auto: the artifact's)")
 
@@ -145,14 +147,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefix", required=True, help="the staged prefix (scripts, package)")
     p.add_argument("--log-uri", required=True, help="s3://... for cluster and step logs")
     p.add_argument("--name", default="accel-scoring")
-    p.add_argument("--release-label", default=DEFAULT_RELEASE_LABEL,
-                   help="EMR 7 release (default %(default)s); emr-spark-8.* labels are refused")
-    p.add_argument("--core-count", type=int, help="GPU core nodes (default from the profile)")
+    p.add_argument("--release-label", default=DEFAULT.default_label,
+                   help=f"EMR release (default %(default)s); EMR 8: {EMR8.default_label}")
+    p.add_argument("--core-count", type=int, help="core nodes (default from the profile)")
     p.add_argument("--fleet", action="store_true",
                    help="instance fleets: the profile's GPU instance types in any --subnet-id, "
                         "AM on core nodes")
     p.add_argument("--spot-task-count", type=int, default=0,
                    help="Spot GPU task nodes, with --fleet (default %(default)s)")
+    p.add_argument("--cpu-core-type", metavar="TYPE",
+                   help="stage-level layout, with --fleet and EMR 8: CPU core nodes of this type, GPUs on "
+                        "task nodes only, dynamic allocation on")
+    p.add_argument("--gpu-task-count", type=int, default=0,
+                   help="On-Demand GPU task nodes, with --cpu-core-type (default %(default)s)")
     p.add_argument("--subnet-id", action="append", default=[],
                    help="EC2 subnet; repeatable with --fleet (EMR picks one with capacity)")
     p.add_argument("--key-name")
@@ -190,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--execution-role-arn", required=True)
     p.add_argument("--image", required=True, help="the Neuron image built from emr/k8s/Dockerfile")
     p.add_argument("--prefix", required=True, help="the staged prefix")
-    p.add_argument("--release-label", default="emr-7.13.0-latest")
+    p.add_argument("--release-label", default=DEFAULT.default_eks_label,
+                   help=f"EMR on EKS release (default %(default)s); Spark 4: {EMR8.default_eks_label}")
     p.add_argument("--log-uri", help="s3://... for driver and executor logs")
     p.add_argument("--executors", type=int, default=2, help="executors, one NeuronCore each")
     p.add_argument("--instance-type", default=DEFAULT_INSTANCE_TYPE, choices=sorted(INF2),
@@ -235,12 +243,15 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
 def cmd_package(args: argparse.Namespace) -> int:
     from emr import packaging
+    from emr.releases import require_line
 
+    line = require_line(args.release_label)
     if args.dry_run:
-        for item in packaging.planned(args.dist, with_env=not args.no_env, extras=args.extras):
+        for item in packaging.planned(args.dist, with_env=not args.no_env, extras=args.extras, line=line):
             _echo(f"would build {item}")
         return 0
-    built = packaging.build_all(L_REPO, args.dist, with_env=not args.no_env, extras=args.extras, echo=_echo)
+    built = packaging.build_all(L_REPO, args.dist, with_env=not args.no_env, extras=args.extras, line=line,
+                                echo=_echo)
     for path in built:
         _echo(str(path))
     return 0
@@ -264,10 +275,10 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     from engines.artifact import read_manifest
     from engines.errors import ArtifactError
     from emr import preflight
-    from emr.profiles import DEFAULT_RELEASE_LABEL, get_profile
+    from emr.profiles import get_profile
 
     profile = get_profile(args.profile)
-    label = args.release_label or DEFAULT_RELEASE_LABEL
+    label = args.release_label or DEFAULT.default_label
     what, env = _preflight_env(args)
     if args.dry_run:
         model = f", artifact {args.model}" if args.model else ""
@@ -395,6 +406,7 @@ def cmd_create_cluster(args: argparse.Namespace) -> int:
         instance_profile=args.instance_profile, service_role=args.service_role,
         python_env=args.python_env, bootstrap_env=_bootstrap_env(args), idle_timeout_s=args.idle_timeout,
         fleet=args.fleet, spot_task_count=args.spot_task_count,
+        cpu_core_type=args.cpu_core_type, gpu_task_count=args.gpu_task_count,
         tags=_conf(args.tag), extra_spark_defaults=_conf(args.conf),
     )
     layout = L.Layout.at(args.prefix)
@@ -408,7 +420,9 @@ def cmd_create_cluster(args: argparse.Namespace) -> int:
         print(f"warning: {gpu_env}", file=sys.stderr)
     cluster_id = cluster.create_cluster(clients.emr, request)
     types = "/".join(profile.fleet_types) if settings.fleet else profile.instance_type
-    nodes = f"{settings.core_count(profile)} x {types}"
+    nodes = f"{settings.core_count(profile)} x {settings.cpu_core_type or types}"
+    if settings.gpu_task_count:
+        nodes += f" + {settings.gpu_task_count} x {types} task"
     if settings.spot_task_count:
         nodes += f" + {settings.spot_task_count} Spot"
     _echo(f"cluster {cluster_id} ({profile.name}: {nodes}); logs under {args.log_uri}")

@@ -3,6 +3,9 @@
 ``build_run_job_flow_request`` is pure (a profile and settings in, a new dict out); the other
 functions take a boto3 client. Capacity comes as instance groups (one core type, one subnet)
 or, with ``fleet=True``, instance fleets (several types and subnets, optional Spot task nodes).
+With ``cpu_core_type`` as well, the fleets take the stage-level layout: CPU core nodes and the
+profile's GPUs on task nodes only (emr/profiles.py ``stage_level_configurations``). The
+release line (emr/releases.py) gives the applications and whether that layout is possible.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from typing import Any, Callable, Mapping, Sequence
 from emr import layout as L
 from emr.bootstrap_env import ACTION_NAME, VENV, BootstrapEnv
 from emr.errors import EmrError, explain_client_error
-from emr.profiles import (DEFAULT_RELEASE_LABEL, PLAN_CACHE_DIR, GpuProfile, check_release_label,
-                          gpu_configurations)
+from emr.profiles import (PLAN_CACHE_DIR, CpuNode, GpuProfile, get_cpu_node, gpu_configurations,
+                          stage_level_configurations)
+from emr.releases import DEFAULT, ReleaseLine, require_line
 
 PYTHON_ENVS = ("archive", "bootstrap")
 ACTIVE_STATES = ("STARTING", "BOOTSTRAPPING", "RUNNING", "WAITING")
@@ -34,7 +38,7 @@ class ClusterSettings:
 
     name: str
     log_uri: str
-    release_label: str = DEFAULT_RELEASE_LABEL
+    release_label: str = DEFAULT.default_label
     core_instance_count: int | None = None
     subnet_ids: tuple[str, ...] = ()
     key_name: str | None = None
@@ -46,18 +50,44 @@ class ClusterSettings:
     keep_alive: bool = True
     fleet: bool = False
     spot_task_count: int = 0
+    # The stage-level layout (with fleet): core nodes of this CPU type, GPUs on task nodes only.
+    cpu_core_type: str | None = None
+    gpu_task_count: int = 0  # On-Demand GPU task nodes, with cpu_core_type
     tags: Mapping[str, str] = field(default_factory=dict)
     extra_spark_defaults: Mapping[str, str] = field(default_factory=dict)
 
     def core_count(self, profile: GpuProfile) -> int:
         return self.core_instance_count or profile.core_instance_count
 
+    @property
+    def cpu_core(self) -> CpuNode | None:
+        return get_cpu_node(self.cpu_core_type) if self.cpu_core_type else None
 
-def _check(settings: ClusterSettings) -> None:
+
+def _check_stage_level(settings: ClusterSettings, line: ReleaseLine) -> None:
+    if settings.gpu_task_count < 0:
+        raise EmrError(f"--gpu-task-count must be 0 or more, got {settings.gpu_task_count}", 2)
+    if settings.cpu_core_type is None:
+        if settings.gpu_task_count:
+            raise EmrError("--gpu-task-count is for the stage-level layout: add --fleet --cpu-core-type TYPE", 2)
+        return
+    if not settings.fleet:
+        raise EmrError("--cpu-core-type is an instance fleet layout: add --fleet", 2)
+    if not line.stage_level_scoring:
+        raise EmrError(f"--cpu-core-type needs Spark 4 (the jobs' --scoring-resources profile); "
+                       f"{settings.release_label} is {line.name} (Spark {line.spark}): use an "
+                       f"emr-spark-8 label", 2)
+    get_cpu_node(settings.cpu_core_type)  # refuses a type with no sizing
+    if not settings.gpu_task_count + settings.spot_task_count:
+        raise EmrError("--cpu-core-type puts every GPU on task nodes: add --gpu-task-count N "
+                       "and/or --spot-task-count N", 2)
+
+
+def _check(settings: ClusterSettings) -> ReleaseLine:
     """Refuse settings EMR would reject or that would not give the cluster we mean, before sending."""
     if settings.python_env not in PYTHON_ENVS:
         raise EmrError(f"python_env must be one of {PYTHON_ENVS}, got {settings.python_env!r}", 2)
-    check_release_label(settings.release_label)
+    line = require_line(settings.release_label)
     if settings.python_env == "bootstrap":
         settings.bootstrap_env.check()
     elif settings.bootstrap_env.torch_index_url or settings.bootstrap_env.nvidia_index_url:
@@ -70,6 +100,8 @@ def _check(settings: ClusterSettings) -> None:
         raise EmrError(f"--spot-task-count must be 0 or more, got {settings.spot_task_count}", 2)
     if settings.spot_task_count and not settings.fleet:
         raise EmrError("Spot task nodes come with instance fleets: add --fleet", 2)
+    _check_stage_level(settings, line)
+    return line
 
 
 def _bootstrap_actions(layout: L.Layout, settings: ClusterSettings) -> list[dict[str, Any]]:
@@ -103,33 +135,57 @@ def _instance_groups(profile: GpuProfile, settings: ClusterSettings) -> dict[str
     return out
 
 
-def _instance_fleets(profile: GpuProfile, settings: ClusterSettings) -> dict[str, Any]:
-    """Primary and On-Demand core fleets, plus a Spot task fleet when asked for.
+def _on_demand() -> dict[str, Any]:
+    return {"OnDemandSpecification": {"AllocationStrategy": "lowest-price"}}
+
+
+def _spot() -> dict[str, Any]:
+    """Spot, falling back to On-Demand after SPOT_TIMEOUT_MINUTES without capacity."""
+    return {"SpotSpecification": {"AllocationStrategy": "price-capacity-optimized",
+                                  "TimeoutDurationMinutes": SPOT_TIMEOUT_MINUTES,
+                                  "TimeoutAction": "SWITCH_TO_ON_DEMAND"}}
+
+
+def _instance_fleets(profile: GpuProfile, settings: ClusterSettings,
+                     node_configurations: tuple[list, list] | None = None) -> dict[str, Any]:
+    """Primary and On-Demand core fleets, plus a GPU task fleet when asked for.
 
     Core and task fleets may take any of ``profile.fleet_types`` (same GPU, one unit per node)
     in any of the subnets, so one type or zone short of capacity (InsufficientInstanceCapacity,
     common for g5/p4d/p5) does not stop the cluster. Core nodes stay On-Demand: they hold the
-    application masters (the drivers) and HDFS.
+    application masters (the drivers) and HDFS. In the stage-level layout
+    (``node_configurations``: the CPU and GPU instance types' own Configurations) the core fleet
+    is ``settings.cpu_core_type`` and the GPUs are task nodes, On-Demand and/or Spot.
     """
-    gpu_types = [{"InstanceType": t, "WeightedCapacity": 1, "EbsConfiguration": _data_volume(profile)}
+    cpu_configs, gpu_configs = node_configurations or ([], [])
+    gpu_types = [{"InstanceType": t, "WeightedCapacity": 1, "EbsConfiguration": _data_volume(profile),
+                  **({"Configurations": gpu_configs} if gpu_configs else {})}
                  for t in profile.fleet_types]
-    on_demand = {"OnDemandSpecification": {"AllocationStrategy": "lowest-price"}}
+    core_types = gpu_types
+    if settings.cpu_core_type:
+        core_types = [{"InstanceType": settings.cpu_core_type, "WeightedCapacity": 1,
+                       "EbsConfiguration": _data_volume(profile), "Configurations": cpu_configs}]
     fleets = [
         {"Name": "primary", "InstanceFleetType": "MASTER", "TargetOnDemandCapacity": 1,
          "InstanceTypeConfigs": [{"InstanceType": profile.master_instance_type}],
-         "LaunchSpecifications": on_demand},
-        {"Name": f"core-{profile.name}", "InstanceFleetType": "CORE",
-         "TargetOnDemandCapacity": settings.core_count(profile), "InstanceTypeConfigs": gpu_types,
-         "LaunchSpecifications": on_demand},
+         "LaunchSpecifications": _on_demand()},
+        {"Name": f"core-{settings.cpu_core_type or profile.name}", "InstanceFleetType": "CORE",
+         "TargetOnDemandCapacity": settings.core_count(profile), "InstanceTypeConfigs": core_types,
+         "LaunchSpecifications": _on_demand()},
     ]
-    if settings.spot_task_count:
-        fleets.append(
-            {"Name": f"task-{profile.name}-spot", "InstanceFleetType": "TASK",
-             "TargetSpotCapacity": settings.spot_task_count,
-             "InstanceTypeConfigs": [{**t, "BidPriceAsPercentageOfOnDemandPrice": 100.0} for t in gpu_types],
-             "LaunchSpecifications": {"SpotSpecification": {
-                 "AllocationStrategy": "price-capacity-optimized",
-                 "TimeoutDurationMinutes": SPOT_TIMEOUT_MINUTES, "TimeoutAction": "SWITCH_TO_ON_DEMAND"}}})
+    on_demand, spot = settings.gpu_task_count, settings.spot_task_count
+    if on_demand or spot:
+        task: dict[str, Any] = {"Name": f"task-{profile.name}{'-spot' if spot and not on_demand else ''}",
+                                "InstanceFleetType": "TASK", "LaunchSpecifications": {}}
+        if on_demand:
+            task["TargetOnDemandCapacity"] = on_demand
+            task["LaunchSpecifications"].update(_on_demand())
+        if spot:
+            task["TargetSpotCapacity"] = spot
+            task["LaunchSpecifications"].update(_spot())
+            gpu_types = [{**t, "BidPriceAsPercentageOfOnDemandPrice": 100.0} for t in gpu_types]
+        task["InstanceTypeConfigs"] = gpu_types
+        fleets.append(task)
     out: dict[str, Any] = {"InstanceFleets": fleets}
     if settings.subnet_ids:
         out["Ec2SubnetIds"] = list(settings.subnet_ids)
@@ -142,8 +198,9 @@ def build_run_job_flow_request(
 ) -> dict[str, Any]:
     """The ``RunJobFlow`` request for a GPU cluster of ``profile``.
 
-    The cluster gets YARN GPU isolation, the cgroup v1 bootstrap EMR 7 needs, one executor per
-    GPU (dynamic allocation off), a root volume big enough for a CUDA stack, the plan cache on
+    The cluster gets the applications of its release line, YARN GPU isolation, the cgroup v1
+    bootstrap EMR 7 needs (and EMR 8 gets), one executor per GPU (dynamic allocation off; in the
+    stage-level layout dynamic allocation on and GPU settings on the GPU task nodes only), a root volume big enough for a CUDA stack, the plan cache on
     /mnt, the managed-policy tag and, with ``python_env="bootstrap"``, a bootstrap action that
     installs the project wheel into ``/opt/accel-scoring/venv`` on every node, after the CUDA torch
     and TensorRT when ``bootstrap_env`` has a gpu extra (emr/bootstrap_env.py).
@@ -151,13 +208,20 @@ def build_run_job_flow_request(
     Raises:
         EmrError: (exit 2) settings refused by ``_check``; nothing has been sent.
     """
-    _check(settings)
+    line = _check(settings)
     extra_spark = dict(settings.extra_spark_defaults)
     if settings.python_env == "bootstrap":
         extra_spark.setdefault("spark.pyspark.python", f"{VENV}/bin/python")
         extra_spark.setdefault("spark.pyspark.driver.python", f"{VENV}/bin/python")
-    nodes = settings.core_count(profile) + settings.spot_task_count
-    instances = _instance_fleets(profile, settings) if settings.fleet else _instance_groups(profile, settings)
+    cpu = settings.cpu_core
+    if cpu is not None:
+        configurations, cpu_node, gpu_node = stage_level_configurations(profile, cpu, extra_spark=extra_spark)
+        instances = _instance_fleets(profile, settings, (cpu_node, gpu_node))
+    else:
+        nodes = settings.core_count(profile) + settings.spot_task_count
+        configurations = gpu_configurations(profile, executors=nodes * profile.gpus_per_instance,
+                                            am_on_core=settings.fleet, extra_spark=extra_spark)
+        instances = _instance_fleets(profile, settings) if settings.fleet else _instance_groups(profile, settings)
     instances.update(KeepJobFlowAliveWhenNoSteps=settings.keep_alive, TerminationProtected=False)
     if settings.key_name:
         instances["Ec2KeyName"] = settings.key_name
@@ -167,11 +231,10 @@ def build_run_job_flow_request(
         "Name": settings.name,
         "LogUri": settings.log_uri,
         "ReleaseLabel": settings.release_label,
-        "Applications": [{"Name": "Spark"}, {"Name": "Hadoop"}],
+        "Applications": [{"Name": name} for name in line.applications],
         "Instances": instances,
         "EbsRootVolumeSize": profile.root_volume_gib,
-        "Configurations": gpu_configurations(profile, executors=nodes * profile.gpus_per_instance,
-                                             am_on_core=settings.fleet, extra_spark=extra_spark),
+        "Configurations": configurations,
         "BootstrapActions": _bootstrap_actions(layout, settings),
         "JobFlowRole": settings.instance_profile,
         "ServiceRole": settings.service_role,

@@ -11,6 +11,7 @@ Variable ``accel_scoring`` (JSON)::
       "profile": "g5", "core_count": 2,                  # EMR on EC2 (optional: defaults)
       "subnet_id": "subnet-..." (or a list, with "fleet": true), "fleet": false,
       "spot_task_count": 0, "instance_profile": "EMR_EC2_DefaultRole",
+      "cpu_core_type": "m6i.2xlarge", "gpu_task_count": 2,   # stage-level layout, with fleet and EMR 8
       "service_role": "EMR_DefaultRole_V2", "python_env": "archive", "release_label": "emr-7.14.0",
       "pip_extras": "aws,gpu", "torch_index_url": "...", "nvidia_index_url": "...",  # "bootstrap" only
       "cluster_id": "j-...",                             # the existing-cluster DAG only
@@ -41,7 +42,8 @@ from emr.cluster import (DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE, Cluster
 from emr.eks import DEFAULT_EKS_RELEASE_LABEL, EksSettings, build_start_job_run_request
 from emr.errors import EmrError
 from emr.k8s.sizing import DEFAULT_INSTANCE_TYPE
-from emr.profiles import DEFAULT_RELEASE_LABEL, get_profile
+from emr.profiles import get_profile
+from emr.releases import DEFAULT
 from emr.steps import JobRequest, build_step
 
 VARIABLE = "accel_scoring"
@@ -97,11 +99,13 @@ def cluster_request(settings: Mapping[str, Any], *, dag_run: str = "") -> dict[s
     cluster = ClusterSettings(
         name=f"accel-scoring {dag_run}".strip(),
         log_uri=settings["log_uri"],
-        release_label=settings.get("release_label") or DEFAULT_RELEASE_LABEL,
+        release_label=settings.get("release_label") or DEFAULT.default_label,
         core_instance_count=int(settings["core_count"]) if settings.get("core_count") else None,
         subnet_ids=_subnets(settings.get("subnet_id")),
         fleet=bool(settings.get("fleet")),
         spot_task_count=int(settings.get("spot_task_count") or 0),
+        cpu_core_type=settings.get("cpu_core_type") or None,
+        gpu_task_count=int(settings.get("gpu_task_count") or 0),
         instance_profile=settings.get("instance_profile") or DEFAULT_INSTANCE_PROFILE,
         service_role=settings.get("service_role") or DEFAULT_SERVICE_ROLE,
         python_env=settings.get("python_env") or "archive",

@@ -11,6 +11,10 @@ only with the Neuron scheduler extension is ``NEURON_RT_VISIBLE_CORES`` document
 granted core. The discovery script reports that core, and refuses to guess when the variable is
 missing and it sees more cores than ``EXECUTOR_NEURONCORES_ENV`` says the executor asked for:
 two executors on one device would otherwise both claim core 0.
+
+The release label picks the line (emr/releases.py): ``emr-7.13.0-latest`` (Spark 3.5) by
+default, ``emr-spark-8.0.0-latest`` for Spark 4; the image must be built on that release's base
+image, since the job's Spark is the image's.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from typing import Any, Callable, Mapping
 from emr import layout as L
 from emr.errors import EmrError, explain_client_error
 from emr.k8s.sizing import DEFAULT_INSTANCE_TYPE, INF2
+from emr.releases import DEFAULT, require_line
 from emr.steps import JobRequest
 
-DEFAULT_EKS_RELEASE_LABEL = "emr-7.13.0-latest"
+DEFAULT_EKS_RELEASE_LABEL = DEFAULT.default_eks_label
 IMAGE_PYTHON = "/opt/accel-scoring/venv/bin/python"
 IMAGE_DISCOVERY_SCRIPT = f"/opt/accel-scoring/{L.NEURON_DISCOVERY}"
 JOB_FAILED_STATES = ("FAILED", "CANCELLED")
@@ -50,6 +55,7 @@ class EksSettings:
     extra_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        require_line(self.release_label)
         if self.instance_type not in INF2:
             raise EmrError(f"no executor sizing for {self.instance_type!r}; one of {sorted(INF2)} "
                            "(emr/k8s/sizing.py)", exit_code=2)

@@ -56,7 +56,9 @@ class EnvInfo:
     interpreter: str | None  # where bin/python's links end: the base interpreter on the nodes
     modules: tuple[str, ...]  # top-level import names in site-packages
     distributions: dict[str, str]  # normalized name -> version
-    spark_requirement: str | None  # the installed project's pyspark specifier, e.g. ">=3.5,<3.6"
+    # The installed project's pyspark specifiers, one per Spark extra (`spark`: 3.5, `spark4`: 4.0):
+    # a release whose Spark any of them admits can run it.
+    spark_requirements: tuple[str, ...]
     archive_sha256: str
     archive_size: int
 
@@ -88,21 +90,23 @@ class EnvInfo:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "EnvInfo":
         fields = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{**{k: v for k, v in d.items() if k in fields}, "modules": tuple(d["modules"])})
+        return cls(**{**{k: v for k, v in d.items() if k in fields}, "modules": tuple(d["modules"]),
+                      "spark_requirements": tuple(d.get("spark_requirements", ()))})
 
 
 def manifest_path(archive: Path) -> Path:
     return archive.with_name(L.ENV_MANIFEST)
 
 
-def _spark_requirement(metadata: bytes) -> str | None:
+def _spark_requirements(metadata: bytes) -> tuple[str, ...]:
     message = email.parser.BytesParser().parsebytes(metadata, headersonly=True)
+    found = []
     for line in message.get_all("Requires-Dist") or []:
         spec, _, marker = line.partition(";")
         name = re.match(r"[A-Za-z0-9_.-]+", spec.strip())
         if name and normalize(name.group(0)) == "pyspark" and "spark" in marker:
-            return spec.strip()[name.end():].strip(" ()") or None
-    return None
+            found.append(spec.strip()[name.end():].strip(" ()"))
+    return tuple(f for f in found if f)
 
 
 def _link_target(links: dict[str, str], start: str) -> str | None:
@@ -119,7 +123,7 @@ def _link_target(links: dict[str, str], start: str) -> str | None:
 
 def describe(archive: Path) -> EnvInfo:
     """Read ``archive``'s member names (one pass; gigabytes for a CUDA stack)."""
-    python, top, links, spark = None, set(), {}, None
+    python, top, links, spark = None, set(), {}, ()
     try:
         with tarfile.open(archive, "r|*") as tar:
             for member in tar:
@@ -127,7 +131,7 @@ def describe(archive: Path) -> EnvInfo:
                 if member.issym():
                     links[name] = member.linkname
                 if _PROJECT_METADATA.match(name) and member.isfile():
-                    spark = _spark_requirement(tar.extractfile(member).read())
+                    spark = _spark_requirements(tar.extractfile(member).read())
                 match = _SITE.match(name)
                 if match:
                     python = match.group(1)
@@ -139,7 +143,7 @@ def describe(archive: Path) -> EnvInfo:
                if not t.endswith((".dist-info", ".egg-info", ".pth", ".data")) and t != "__pycache__"}
     return EnvInfo(python=python, interpreter=_link_target(links, "bin/python"),
                    modules=tuple(sorted(modules)), distributions=dict(sorted(dists.items())),
-                   spark_requirement=spark, archive_sha256=sha256_file(archive),
+                   spark_requirements=spark, archive_sha256=sha256_file(archive),
                    archive_size=archive.stat().st_size)
 
 

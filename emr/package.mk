@@ -7,21 +7,25 @@
 # `make package-gpu` builds the GPU profiles' archive the same way, with the CUDA torch and
 # TensorRT of emr/docker/gpu-requirements.txt; it needs the two package indexes they come from:
 #   make package-gpu TORCH_INDEX_URL=<PyTorch's CUDA 12.8 wheel index> NVIDIA_INDEX_URL=<NVIDIA's package index>
+# RELEASE_LABEL picks the release line the archive is built for (its pip constraints,
+# emr/releases.py); without it, EMR 7's; for EMR 8:   make package-al2023 RELEASE_LABEL=emr-spark-8.0.0
 
 PACKAGE_PYTHON ?= .venv/bin/python
 DIST ?= dist
 ENV_IMAGE := accel-scoring-env-al2023
 TORCH_INDEX_URL ?=
 NVIDIA_INDEX_URL ?=
+RELEASE_LABEL ?=
+RELEASE_ARG = $(if $(RELEASE_LABEL), --release-label $(RELEASE_LABEL))
 
 .PHONY: package package-al2023 package-gpu
 package:
-	$(PACKAGE_PYTHON) -m emr package --dist $(DIST)
+	$(PACKAGE_PYTHON) -m emr package --dist $(DIST)$(RELEASE_ARG)
 
 package-gpu: ENV_RUN_ARGS = -e GPU=1 -e EXTRAS=aws,gpu -e TORCH_INDEX_URL="$(TORCH_INDEX_URL)" -e NVIDIA_INDEX_URL="$(NVIDIA_INDEX_URL)"
 package-gpu: ENV_CHECK = test -n "$(TORCH_INDEX_URL)" -a -n "$(NVIDIA_INDEX_URL)" || { echo "make package-gpu needs TORCH_INDEX_URL=... and NVIDIA_INDEX_URL=... (emr/package.mk)" >&2; exit 2; }
 package-al2023 package-gpu:
 	$(ENV_CHECK)
-	$(PACKAGE_PYTHON) -m emr package --dist $(DIST) --no-env
+	$(PACKAGE_PYTHON) -m emr package --dist $(DIST) --no-env$(RELEASE_ARG)
 	docker build -f emr/docker/Dockerfile.al2023-env -t $(ENV_IMAGE) .
 	docker run --rm -v $(CURDIR)/$(DIST):/out $(ENV_RUN_ARGS) $(ENV_IMAGE)

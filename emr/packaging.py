@@ -10,6 +10,12 @@
 ``dist/accel-scoring-env.json``
     what that archive holds (Python, packages, its sha256: emr/envinfo.py), so ``add-step`` and
     ``preflight`` can refuse a backend whose libraries it lacks without unpacking it.
+``dist/accel-scoring-constraints.txt``
+    the release line's pip constraints (emr/releases.py: what that line's PySpark needs of
+    pandas, pyarrow and numpy), under which the archive is built, here or in the container.
+
+The release line is chosen by ``--release-label`` (default EMR 7's). pyspark itself never goes
+into the archive: the cluster's Spark brings its own, on the executors' PYTHONPATH.
 
 A venv-pack archive reuses the base interpreter of the machine it was built on (bin/python is a
 link to it) and its compiled wheels must suit the nodes' C library: for EMR 7 build it on
@@ -32,9 +38,11 @@ from typing import Callable
 from emr import envinfo
 from emr import layout as L
 from emr.errors import EmrError
+from emr.releases import DEFAULT, ReleaseLine
 
 PACKAGES = ("engines", "udfs", "jobs", "emr")
 ENV_DIRNAME = "accel-scoring-env"
+CONSTRAINTS = "accel-scoring-constraints.txt"  # read by emr/docker/Dockerfile.al2023-env too
 _ZIP_DATE = (2020, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip
 
 
@@ -88,11 +96,20 @@ def build_wheel(repo: Path, dist: Path, echo: Callable[[str], None] = print) -> 
     return wheels[-1]
 
 
+def write_constraints(dist: Path, line: ReleaseLine) -> Path:
+    """The release line's pip constraints, with a header naming the line."""
+    dist.mkdir(parents=True, exist_ok=True)
+    out = dist / CONSTRAINTS
+    out.write_text(f"# {line.name} (Spark {line.spark}): what its PySpark needs in the executors' Python "
+                   f"(emr/releases.py)\n{line.constraints()}")
+    return out
+
+
 def build_env_archive(
-    wheel: Path, dist: Path, *, extras: str = "aws", python: str = sys.executable,
-    echo: Callable[[str], None] = print,
+    wheel: Path, dist: Path, *, extras: str = "aws", line: ReleaseLine = DEFAULT,
+    python: str = sys.executable, echo: Callable[[str], None] = print,
 ) -> Path:
-    """Create a venv with ``wheel[extras]`` and pack it with venv-pack."""
+    """Create a venv with ``wheel[extras]`` under ``line``'s constraints and pack it with venv-pack."""
     try:
         import venv_pack
     except ImportError as exc:
@@ -103,7 +120,7 @@ def build_env_archive(
     _run([python, "-m", "venv", str(env)], echo)
     pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     spec = f"{wheel}[{extras}]" if extras else str(wheel)
-    _run(pip + [spec], echo)
+    _run(pip + ["-c", str(write_constraints(dist, line)), spec], echo)
     out = dist / L.ENV_ARCHIVE
     echo(f"venv-pack {env} -> {out}")
     venv_pack.pack(prefix=str(env), output=str(out), force=True, verbose=False)
@@ -112,21 +129,26 @@ def build_env_archive(
     return out
 
 
-def planned(dist: Path, *, with_env: bool = True, extras: str = "aws") -> list[str]:
+def planned(dist: Path, *, with_env: bool = True, extras: str = "aws", line: ReleaseLine = DEFAULT) -> list[str]:
     """What ``build_all`` would write, for ``package --dry-run``."""
+    pins = ", ".join(name + spec for name, spec in line.executor_libraries.items())
     items = [f"{dist}/accel_scoring-<version>-py3-none-any.whl (pip wheel, no dependencies)",
-             f"{dist / L.PYFILES_ZIP} (the --py-files zip of {', '.join(PACKAGES)})"]
+             f"{dist / L.PYFILES_ZIP} (the --py-files zip of {', '.join(PACKAGES)})",
+             f"{dist / CONSTRAINTS} ({line.name}, Spark {line.spark}: {pins})"]
     if with_env:
-        items.append(f"{dist / L.ENV_ARCHIVE} (a venv with the wheel[{extras}], packed by venv-pack)")
+        items.append(f"{dist / L.ENV_ARCHIVE} (a venv with the wheel[{extras}] under those constraints, "
+                     "packed by venv-pack)")
         items.append(f"{dist / L.ENV_MANIFEST} (what the archive holds: Python, packages, sha256)")
     return items
 
 
 def build_all(
-    repo: Path, dist: Path, *, with_env: bool = True, extras: str = "aws",
+    repo: Path, dist: Path, *, with_env: bool = True, extras: str = "aws", line: ReleaseLine = DEFAULT,
     echo: Callable[[str], None] = print,
 ) -> list[Path]:
-    built = [build_wheel(repo, dist, echo), build_pyfiles_zip(repo, dist / L.PYFILES_ZIP)]
+    """The wheel, the zip and the constraints; with ``with_env`` the archive built under them."""
+    built = [build_wheel(repo, dist, echo), build_pyfiles_zip(repo, dist / L.PYFILES_ZIP),
+             write_constraints(dist, line)]
     if with_env:
-        built.append(build_env_archive(built[0], dist, extras=extras, echo=echo))
+        built.append(build_env_archive(built[0], dist, extras=extras, line=line, echo=echo))
     return built

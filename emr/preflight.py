@@ -8,35 +8,15 @@ sentence per problem. Nothing here talks to AWS.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from engines.artifact import Manifest
 from engines.errors import ArtifactError, TargetMismatchError
 from emr.envinfo import EnvInfo
 from emr.errors import EmrError
 from emr.profiles import GpuProfile
+from emr.releases import ReleaseLine, known, line_of
 
-
-@dataclass(frozen=True)
-class Release:
-    """What a release family runs: its Spark line and the Pythons its nodes have (/usr/bin/pythonX.Y)."""
-
-    family: str
-    spark: str
-    pythons: tuple[str, ...]
-
-
-# The EMR release guide's application versions: 7.x ships Spark 3.5.x with Python 3.9 and 3.11
-# (3.9 is below pyproject's requires-python); emr-spark-8.0.0 ships Spark 4.0.2, Python 3.11-3.13.
-RELEASES = (
-    Release("emr-7.", "3.5", ("3.11",)),
-    Release("emr-spark-8.", "4.0", ("3.11", "3.12", "3.13")),
-)
 _CC = re.compile(r"\bsm(\d)(\d)\b")
-
-
-def release(label: str) -> Release | None:
-    return next((r for r in RELEASES if label.startswith(r.family)), None)
 
 
 def compute_capability(profile: GpuProfile) -> tuple[int, int] | None:
@@ -64,18 +44,30 @@ def admits(specifier: str, version: str) -> bool:
     return True
 
 
-def _release_problems(label: str, env: EnvInfo) -> list[str]:
-    found = release(label)
-    if found is None:
-        known = " or ".join(f"{r.family}x (Spark {r.spark})" for r in RELEASES)
-        return [f"release label {label!r} is not {known}: EMR 6.x ships Spark 3.0-3.4 on Amazon Linux 2"]
+def _spark_problems(label: str, line: ReleaseLine, env: EnvInfo) -> list[str]:
+    """The project's pyspark ranges (one per Spark extra) against this line, and what this PySpark needs."""
     problems = []
-    if env.spark_requirement and not admits(env.spark_requirement, f"{found.spark}.0"):
-        problems.append(f"{label} runs Spark {found.spark}; the environment's accel-scoring wants pyspark "
-                        f"{env.spark_requirement}")
-    if env.python not in found.pythons:
+    wanted = env.spark_requirements
+    if wanted and not any(admits(spec, f"{line.spark}.0") for spec in wanted):
+        problems.append(f"{label} runs Spark {line.spark}; the environment's accel-scoring wants pyspark "
+                        f"{' or '.join(wanted)}")
+    for name, need in line.executor_libraries.items():
+        have = env.distributions.get(name)
+        if have is not None and not admits(need, have):
+            problems.append(f"{label}'s PySpark {line.spark} needs {name}{need}; the environment has {name} "
+                            f"{have}: build it with `python -m emr package --release-label {label}` "
+                            f"(or RELEASE_LABEL={label} for `make package-al2023`)")
+    return problems
+
+
+def _release_problems(label: str, env: EnvInfo) -> list[str]:
+    line = line_of(label)
+    if line is None:
+        return [f"release label {label!r} is not {known()}: EMR 6.x ships Spark 3.0-3.4 on Amazon Linux 2"]
+    problems = _spark_problems(label, line, env)
+    if env.python not in line.pythons:
         problems.append(f"the environment is Python {env.python}; {label} nodes have Python "
-                        f"{', '.join(found.pythons)}: build it with `make package-al2023` or `make package-gpu`")
+                        f"{', '.join(line.pythons)}: build it with `make package-al2023` or `make package-gpu`")
     elif env.interpreter != f"/usr/bin/python{env.python}":
         problems.append(f"the environment's bin/python links to {env.interpreter or 'nothing outside it'}, "
                         f"not /usr/bin/python{env.python} as on the nodes: build it on Amazon Linux 2023 with "

@@ -7,8 +7,11 @@ driver (``spark-submit --deploy-mode cluster`` runs the driver in YARN's applica
 on a core node): ``fits_on_node`` checks that for every profile. ``spark_defaults`` and
 ``gpu_configurations`` build fresh dicts on each call.
 
-The YARN and container-executor settings follow the EMR release guide's GPU page for 7.x;
-EMR offers no Inferentia instances, so Neuron runs on EMR on EKS (see emr/eks.py).
+The YARN and container-executor settings follow the EMR release guide's GPU page for 7.x, and
+EMR 8 clusters get the same (emr/releases.py says why). ``stage_level_configurations`` is the
+other layout: CPU core nodes, GPUs only on task nodes, dynamic allocation on, for jobs that put
+a GPU ResourceProfile on their scoring stage (Spark 4). EMR offers no Inferentia instances, so
+Neuron runs on EMR on EKS (see emr/eks.py).
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from emr.errors import EmrError
+from emr.releases import DEFAULT
 from engines.store import CACHE_ENV  # read by the artifact store and the TensorRT plan cache
 
-DEFAULT_RELEASE_LABEL = "emr-7.14.0"  # the newest EMR 7 release (release guide, September 2026)
+DEFAULT_RELEASE_LABEL = DEFAULT.default_label  # emr/releases.py holds it; this name for importers
 GPU_DISCOVERY_SCRIPT = "/usr/lib/spark/scripts/gpu/getGpusResources.sh"  # installed by EMR
 CGROUP_ROOT = "/spark-rapids-cgroup"
 # EMR mounts the nodes' EBS data volumes under /mnt; the root volume only holds the OS.
@@ -58,7 +62,7 @@ class GpuProfile:
 
     @property
     def task_gpu_amount(self) -> str:
-        # Spark 3.5 accepts fractions <= 0.5 or whole numbers.
+        # Spark 3.5 and 4.0 accept fractions <= 0.5 or whole numbers.
         return str(float(Fraction(1, self.tasks_per_gpu)))
 
     @property
@@ -124,24 +128,6 @@ def get_profile(name: str) -> GpuProfile:
         ) from None
 
 
-def check_release_label(label: str) -> str:
-    """Refuse release labels these profiles are not built for; return ``label``.
-
-    EMR 8 (``emr-spark-8.*``: Spark 4, ``Applications=[Spark]`` only, S3A instead of EMRFS) is
-    the Spark 4 issue's work, not a label to try here.
-    """
-    if label.startswith("emr-spark-"):
-        raise EmrError(
-            f"release label {label!r} is EMR 8 (Spark 4): these GPU profiles, the cgroup bootstrap "
-            f"and the jobs are built for EMR 7 (Spark 3.5); moving to EMR 8 is the Spark 4 issue's "
-            f"work. Use an emr-7.x label (default {DEFAULT_RELEASE_LABEL})", exit_code=2)
-    if not label.startswith("emr-7."):
-        raise EmrError(f"release label {label!r} is not EMR 7: the GPU profiles need emr-7.x "
-                       f"(Amazon Linux 2023, YARN GPU isolation with the cgroup v1 bootstrap); "
-                       f"default {DEFAULT_RELEASE_LABEL}", exit_code=2)
-    return label
-
-
 def fits_on_node(profile: GpuProfile) -> list[str]:
     """Why a node of ``profile`` could not hold one executor per GPU plus the driver ([] if it can)."""
     gpus = profile.gpus_per_instance
@@ -158,22 +144,9 @@ def fits_on_node(profile: GpuProfile) -> list[str]:
     return problems
 
 
-def spark_defaults(profile: GpuProfile, executors: int) -> dict[str, str]:
-    """Spark settings for every application on a cluster of this profile with ``executors`` GPUs.
-
-    Dynamic allocation (on by default on EMR) is off: with one GPU per executor it would queue
-    executors no GPU is free for, or keep GPUs idle; instead each GPU gets one executor.
-    """
-    conf = {
-        "spark.dynamicAllocation.enabled": "false",
-        "spark.executor.instances": str(executors),
-        "spark.executor.resource.gpu.amount": "1",
-        "spark.executor.resource.gpu.discoveryScript": GPU_DISCOVERY_SCRIPT,
-        "spark.task.resource.gpu.amount": profile.task_gpu_amount,
-        "spark.executor.cores": str(profile.executor_cores),
-        "spark.task.cpus": str(profile.task_cpus),
-        "spark.executor.memory": f"{profile.executor_memory_mb}m",
-        "spark.executor.memoryOverhead": f"{profile.executor_memory_overhead_mb}m",
+def _common_spark_defaults() -> dict[str, str]:
+    """What every application on either layout gets: the driver, the plan cache, Arrow, overwrite."""
+    return {
         "spark.driver.memory": f"{DRIVER_MEMORY_MB}m",
         "spark.driver.memoryOverhead": f"{DRIVER_MEMORY_OVERHEAD_MB}m",
         "spark.driver.cores": str(DRIVER_CORES),
@@ -183,23 +156,34 @@ def spark_defaults(profile: GpuProfile, executors: int) -> dict[str, str]:
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
     }
+
+
+def spark_defaults(profile: GpuProfile, executors: int) -> dict[str, str]:
+    """Spark settings for every application on a cluster of this profile with ``executors`` GPUs.
+
+    Dynamic allocation (on by default on EMR) is off: with one GPU per executor it would queue
+    executors no GPU is free for, or keep GPUs idle; instead each GPU gets one executor.
+    """
+    conf = {
+        **_common_spark_defaults(),
+        "spark.dynamicAllocation.enabled": "false",
+        "spark.executor.instances": str(executors),
+        "spark.executor.resource.gpu.amount": "1",
+        "spark.executor.resource.gpu.discoveryScript": GPU_DISCOVERY_SCRIPT,
+        "spark.task.resource.gpu.amount": profile.task_gpu_amount,
+        "spark.executor.cores": str(profile.executor_cores),
+        "spark.task.cpus": str(profile.task_cpus),
+        "spark.executor.memory": f"{profile.executor_memory_mb}m",
+        "spark.executor.memoryOverhead": f"{profile.executor_memory_overhead_mb}m",
+    }
     conf.update(profile.extra_spark_defaults)
     return conf
 
 
-def gpu_configurations(
-    profile: GpuProfile, *, executors: int, am_on_core: bool = False,
-    extra_spark: Mapping[str, str] | None = None,
-) -> list[dict[str, Any]]:
-    """EMR ``Configurations`` for YARN GPU isolation plus ``spark-defaults``.
-
-    ``am_on_core`` turns on YARN node labels so application masters (in cluster mode: the
-    drivers) run only on core nodes, never on Spot task nodes that may be taken back. EMR 6
-    and later leave node labels off unless asked.
-    """
-    yarn_site = {
+def _gpu_node_yarn_site(profile: GpuProfile) -> dict[str, str]:
+    """A GPU NodeManager: the GPU resource plugin, cgroups isolation, and YARN's share of memory."""
+    return {
         "yarn.nodemanager.resource-plugins": "yarn.io/gpu",
-        "yarn.resource-types": "yarn.io/gpu",
         "yarn.nodemanager.resource-plugins.gpu.allowed-gpu-devices": "auto",
         "yarn.nodemanager.resource-plugins.gpu.path-to-discovery-executables": "/usr/bin",
         "yarn.nodemanager.linux-container-executor.cgroups.mount": "true",
@@ -208,29 +192,143 @@ def gpu_configurations(
         "yarn.nodemanager.container-executor.class":
             "org.apache.hadoop.yarn.server.nodemanager.LinuxContainerExecutor",
         "yarn.nodemanager.resource.memory-mb": str(profile.yarn_memory_mb),
-        "yarn.scheduler.maximum-allocation-mb": str(profile.yarn_memory_mb),
     }
+
+
+def _cluster_yarn_site(max_allocation_mb: int, am_on_core: bool) -> dict[str, str]:
+    """The ResourceManager's side: the GPU resource type, the largest container, node labels.
+
+    ``am_on_core`` turns on YARN node labels so application masters (in cluster mode: the
+    drivers) run only on core nodes, never on (Spot) task nodes that may be taken back. EMR 6
+    and later leave node labels off unless asked.
+    """
+    site = {"yarn.resource-types": "yarn.io/gpu",
+            "yarn.scheduler.maximum-allocation-mb": str(max_allocation_mb)}
     if am_on_core:
-        yarn_site["yarn.node-labels.enabled"] = "true"
-        yarn_site["yarn.node-labels.am.default-node-label-expression"] = "CORE"
+        site["yarn.node-labels.enabled"] = "true"
+        site["yarn.node-labels.am.default-node-label-expression"] = "CORE"
+    return site
+
+
+def _gpu_container_executor() -> dict[str, Any]:
+    return {
+        "Classification": "container-executor",
+        "Properties": {},
+        "Configurations": [
+            {"Classification": "gpu", "Properties": {"module.enabled": "true"}},
+            {"Classification": "cgroups", "Properties": {"root": CGROUP_ROOT, "yarn-hierarchy": "yarn"}},
+        ],
+    }
+
+
+def _capacity_scheduler() -> dict[str, Any]:
+    """Schedule by memory, vcores and GPUs together (the default calculator counts memory only)."""
+    return {"Classification": "capacity-scheduler",
+            "Properties": {"yarn.scheduler.capacity.resource-calculator":
+                           "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"}}
+
+
+def gpu_configurations(
+    profile: GpuProfile, *, executors: int, am_on_core: bool = False,
+    extra_spark: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """EMR ``Configurations`` for YARN GPU isolation on every node plus ``spark-defaults``."""
+    yarn_site = {**_gpu_node_yarn_site(profile), **_cluster_yarn_site(profile.yarn_memory_mb, am_on_core)}
     spark = {**spark_defaults(profile, executors), **(extra_spark or {})}
     return [
         {"Classification": "yarn-site", "Properties": yarn_site},
-        {
-            "Classification": "container-executor",
-            "Properties": {},
-            "Configurations": [
-                {"Classification": "gpu", "Properties": {"module.enabled": "true"}},
-                {"Classification": "cgroups",
-                 "Properties": {"root": CGROUP_ROOT, "yarn-hierarchy": "yarn"}},
-            ],
-        },
-        {
-            "Classification": "capacity-scheduler",
-            "Properties": {
-                "yarn.scheduler.capacity.resource-calculator":
-                    "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator",
-            },
-        },
+        _gpu_container_executor(),
+        _capacity_scheduler(),
         {"Classification": "spark-defaults", "Properties": spark},
     ]
+
+
+@dataclass(frozen=True)
+class CpuNode:
+    """A CPU instance type for the core fleet of the stage-level layout."""
+
+    instance_type: str
+    vcpus: int
+    memory_gib: int
+
+    @property
+    def yarn_memory_mb(self) -> int:
+        return int(self.memory_gib * 1024 * YARN_MEMORY_SHARE)
+
+
+CPU_NODES: Mapping[str, CpuNode] = MappingProxyType({n.instance_type: n for n in (
+    CpuNode("m6i.2xlarge", 8, 32), CpuNode("m6i.4xlarge", 16, 64), CpuNode("m7i.2xlarge", 8, 32),
+    CpuNode("m7i.4xlarge", 16, 64), CpuNode("r6i.2xlarge", 8, 64),
+)})
+# The default ResourceProfile's executors in the stage-level layout: reading, tokenizing and
+# writing on CPUs; small enough that one fits beside a GPU executor on most GPU nodes.
+CPU_EXECUTOR_CORES = 4
+CPU_EXECUTOR_MEMORY_MB = 6 * 1024
+CPU_EXECUTOR_MEMORY_OVERHEAD_MB = 2 * 1024
+# Read by the jobs' --scoring-resources (jobs/stage_resources.py): the scoring stage's profile.
+SCORING_PREFIX = "spark.accelScoring.scoring."
+
+
+def get_cpu_node(instance_type: str) -> CpuNode:
+    try:
+        return CPU_NODES[instance_type]
+    except KeyError:
+        raise EmrError(f"no sizing for CPU core type {instance_type!r}; choose one of {', '.join(CPU_NODES)} "
+                       "(emr/profiles.py CPU_NODES)", exit_code=2) from None
+
+
+def stage_level_spark_defaults(profile: GpuProfile) -> dict[str, str]:
+    """Spark settings for the stage-level layout: CPU executors by default, YARN starts GPU ones on demand.
+
+    Dynamic allocation is on (a ResourceProfile with executor resources needs it on YARN) with
+    EMR's external shuffle service, so the GPU executors the scoring stage's profile asks for
+    are started only for that stage and released when idle. The default executors take no GPU,
+    and no ``spark.executor.resource.gpu.*`` key is set at all: Spark reads any such key as a
+    request of the default profile and refuses one without an amount. The scoring stage's
+    executors get the profile's sizing under ``SCORING_PREFIX``, which only that stage reads.
+    """
+    scoring = {
+        "executor.resource.gpu.amount": "1",
+        "executor.resource.gpu.discoveryScript": GPU_DISCOVERY_SCRIPT,
+        "task.resource.gpu.amount": profile.task_gpu_amount,
+        "executor.cores": str(profile.executor_cores),
+        "task.cpus": str(profile.task_cpus),
+        "executor.memory": f"{profile.executor_memory_mb}m",
+        "executor.memoryOverhead": f"{profile.executor_memory_overhead_mb}m",
+    }
+    conf = {
+        **_common_spark_defaults(),
+        "spark.dynamicAllocation.enabled": "true",
+        "spark.shuffle.service.enabled": "true",
+        "spark.executor.cores": str(CPU_EXECUTOR_CORES),
+        "spark.executor.memory": f"{CPU_EXECUTOR_MEMORY_MB}m",
+        "spark.executor.memoryOverhead": f"{CPU_EXECUTOR_MEMORY_OVERHEAD_MB}m",
+        **{SCORING_PREFIX + key: value for key, value in scoring.items()},
+    }
+    conf.update(profile.extra_spark_defaults)
+    return conf
+
+
+def stage_level_configurations(
+    profile: GpuProfile, cpu: CpuNode, *, extra_spark: Mapping[str, str] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """``Configurations`` for the cluster, each CPU core instance type and each GPU task instance type.
+
+    Only the GPU task nodes get the GPU resource plugin, the LinuxContainerExecutor and the
+    container-executor GPU module (a NodeManager with the GPU plugin and no GPU would not
+    start); the ResourceManager knows the ``yarn.io/gpu`` resource type cluster-wide. A
+    container asking for ``yarn.io/gpu`` (a GPU executor of the scoring stage's profile) can
+    only be placed on a NodeManager that advertises GPUs, so no node label is needed for it.
+    """
+    cluster = [
+        {"Classification": "yarn-site",
+         "Properties": _cluster_yarn_site(max(cpu.yarn_memory_mb, profile.yarn_memory_mb), am_on_core=True)},
+        _capacity_scheduler(),
+        {"Classification": "spark-defaults",
+         "Properties": {**stage_level_spark_defaults(profile), **(extra_spark or {})}},
+    ]
+    cpu_node = [{"Classification": "yarn-site",
+                 "Properties": {"yarn.nodemanager.resource.memory-mb": str(cpu.yarn_memory_mb)}}]
+    gpu_node = [{"Classification": "yarn-site", "Properties": _gpu_node_yarn_site(profile)},
+                _gpu_container_executor()]
+    return cluster, cpu_node, gpu_node

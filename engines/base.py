@@ -54,6 +54,10 @@ class Engine(abc.ABC):
     device_kind: ClassVar[str] = "cpu"  # Device.kind it runs on
     device_words: ClassVar[str] = "CPU"  # that device in messages
     spark_resource: ClassVar[str | None] = None  # spark.executor.resource.<name> that assigns the device
+    # What the scoring stage's ResourceProfile asks of that resource when the job's Spark conf
+    # names no amount (jobs/stage_resources.py): one device per executor and one per task.
+    spark_executor_amount: ClassVar[int] = 1
+    spark_task_amount: ClassVar[float] = 1.0
     precisions: ClassVar[tuple[str, ...]] = ("fp32",)  # compile --precision choices; the first is the default
     # Padded tokens per device batch without --batch-tokens. On the CPU small batches win:
     # tighter length buckets and activations that stay in cache. `make bench` measured MiniLM's

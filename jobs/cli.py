@@ -7,7 +7,7 @@ import datetime as dt
 import re
 
 from engines import registry
-from jobs import console
+from jobs import console, stage_resources
 from udfs.device import device_forms
 
 FORMATS = ("parquet", "jsonl", "csv")
@@ -37,6 +37,7 @@ class JobConfig:
     usd_per_hour: float | None = None  # None: jobs/prices.py's price for the instance type
     instances: int | None = None  # None: distinct executor hosts in the task list
     fallback_model: str | None = None  # scored where a worker's engine refuses --model (jobs/runner.py)
+    scoring_resources: str = "auto"  # "auto" | "off": the scoring stage's resource profile (jobs/stage_resources.py)
     extra: dict = dataclasses.field(default_factory=dict)  # job-specific flags
 
 
@@ -147,6 +148,10 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     opt.add_argument("--verbose", action="store_true", help="Spark's INFO log lines on stderr; default: WARN and above")
     opt.add_argument("--overlap", action="store_true",
                      help="tokenize the next Arrow batch in a thread while the engine runs this one; default: off")
+    opt.add_argument("--scoring-resources", choices=stage_resources.CHOICES, default="auto",
+                     help="auto: on Spark 4 with an accelerator backend, only the scoring stage asks for the "
+                          "accelerator (a stage-level resource profile, where Spark allows one); off: every stage "
+                          "uses the default profile; default: auto")
     inc = p.add_argument_group("Incremental runs (README.md, \"Incremental runs\")")
     inc.add_argument("--cache", metavar="PATH", default=None,
                      help="result cache, a folder or s3:// (one folder per artifact): score only rows whose "
@@ -175,5 +180,5 @@ def config_from(args: argparse.Namespace, extra: dict) -> JobConfig:
         progress_seconds=args.progress_seconds, overlap=args.overlap, verbose=args.verbose,
         cache=args.cache.rstrip("/") if args.cache else None, dedup=args.dedup,
         instance_type=args.instance_type, usd_per_hour=args.usd_per_hour, instances=args.instances,
-        fallback_model=args.fallback_model, extra=extra,
+        fallback_model=args.fallback_model, scoring_resources=args.scoring_resources, extra=extra,
     )

@@ -73,19 +73,20 @@ class DistinctPlan:
                              F.sum(F.when(cached, F.col("_cached_tokens"))).alias("tokens")).first()
         return UnitCounts(int(row["n"] or 0), int(row["cached"] or 0), int(row["tokens"] or 0))
 
-    def scored_units(self, spec, counts: UnitCounts, observe, staging: str | None) -> DataFrame:
+    def scored_units(self, spec, resources, counts: UnitCounts, observe, staging: str | None) -> DataFrame:
         """The units the cache lacks through the engine, scored once and then read as often as the
         plan needs: staged as Parquet under `staging` (a cached run reads them for the output and
         again for its new batch), else persisted when the join back reads them once per side
         (adaptive execution does not reuse that exchange, so the engine would run twice).
+        `resources` (jobs/stage_resources.py) runs the scorer with the scoring stage's resource profile;
         `observe(df)` adds the run summary's observation over the scorer's metric columns."""
         scoring = UnitScoring(self.spec)
         spark = self.keyed.sparkSession
         if not counts.to_score:  # everything cached: no engine is loaded at all
             return spark.createDataFrame([], scoring.output_ddl())
         todo = self.units.where(F.col("_cached_tokens").isNull()).select("_key", "_a", "_b")
-        scored = observe(todo.repartition(self.partitions, "_key")
-                         .mapInPandas(Scorer(spec, scoring), output_ddl(scoring))).drop(*METRIC_COLUMNS)
+        scored = observe(resources.map_in_pandas(todo.repartition(self.partitions, "_key"), Scorer(spec, scoring),
+                                                 output_ddl(scoring))).drop(*METRIC_COLUMNS)
         if staging:
             scored.write.parquet(staging)
             return spark.read.schema(scoring.output_ddl()).parquet(staging)

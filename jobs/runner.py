@@ -16,7 +16,7 @@ from engines import hardware, registry
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
 from engines.store import open_manifest
-from jobs import console, hfs, io, report, summary_text, timeline
+from jobs import console, hfs, io, report, stage_resources, summary_text, timeline
 from jobs.cli import JobConfig
 from jobs.cost import run_cost
 from jobs.progress import Progress
@@ -136,7 +136,10 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
     spark_conf = dict(spark.sparkContext.getConf().getAll())
     try:
-        spec = plan(cfg, manifest, spark_conf)
+        # the executors that score: with a stage profile, those of the scoring stage
+        scoring_conf = stage_resources.executor_conf(cfg.scoring_resources, spark.version, spark_conf)
+        spec = plan(cfg, manifest, scoring_conf)
+        resources = scoring_resources(cfg, spec, spark.version, spark_conf)
     except io.InputError as e:
         return _fail(2, str(e))
     try:
@@ -155,20 +158,22 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         df = df.repartition(cfg.num_partitions)
     partitions = cfg.num_partitions or raw.rdd.getNumPartitions()  # raw: a file scan, no job runs
     start = (f"scoring {rows_in:,} rows from {cfg.input} ({partitions} partitions) with "
-             f"{manifest.model_id} on backend {spec.backend}, {_device_plan(spark_conf, spec)} "
+             f"{manifest.model_id} on backend {spec.backend}, {_device_plan(scoring_conf, spec)} "
              f"-> {cfg.output}/run_date={cfg.run_date}"
              + (f"; fields_absent: {', '.join(fields_absent)}" if fields_absent else ""))
     t_score = time.time()
     try:
         if level == "batch":
-            m, samples, extra = _score_per_batch(spark, cfg, spec, workload, df, rows_in, start, out_stream)
+            m, samples, extra = _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start,
+                                                 out_stream)
         else:
-            m, samples, extra = _score_distinct(spark, cfg, spec, workload, manifest, df, partitions, start, out_stream)
+            m, samples, extra = _score_distinct(spark, cfg, spec, resources, workload, manifest, df, partitions,
+                                                start, out_stream)
     except Exception as e:  # noqa: BLE001 - a failed Spark job is a failed run; say why, exit 1
         return _fail(1, f"scoring failed: {_root_cause(e)}")
     scoring_seconds = time.time() - t_score
     summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent, samples),
-               **extra}
+               "scoring_resources": resources.summary(), **extra}
     hfs.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
     try:  # the picture is secondary: the rows and summary.json are written, so the run stands
         hfs.write_text(spark, io.report_path(cfg.output, cfg.run_date), report.render(summary))
@@ -185,7 +190,26 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     return 0
 
 
-def _score_per_batch(spark, cfg, spec, workload, df, rows_in, start, out_stream):
+def scoring_resources(cfg: JobConfig, spec: ScorerSpec, spark_version: str,
+                      spark_conf: Mapping[str, str]) -> stage_resources.ScoringResources:
+    """What the scoring stage asks Spark for (jobs/stage_resources.py); said in one line wherever an
+    accelerator backend makes it a choice. InputError for a conf value it cannot use."""
+    try:
+        resources = stage_resources.decide(cfg.scoring_resources, spec.backend, spark_version, spark_conf)
+    except stage_resources.ConfError as e:
+        raise io.InputError(str(e)) from None
+    try:
+        resources.profile  # built now, so that Spark's own check of the amounts runs before any task
+    except Exception as e:  # noqa: BLE001 - Spark refused the profile; its reason is the Java exception's
+        cause = getattr(e, "java_exception", None)
+        raise io.InputError(f"the scoring stage's resource profile ({resources.task}): "
+                            f"{cause.toString() if cause is not None else io.first_line(e)}") from None
+    if cfg.scoring_resources == "auto" and registry.engine_class(spec.backend).spark_resource:
+        console.say(f"scoring resources: {resources.reason}")
+    return resources
+
+
+def _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start, out_stream):
     """Every row through the scorer; identical texts scored once per Arrow batch."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
@@ -194,7 +218,7 @@ def _score_per_batch(spark, cfg, spec, workload, df, rows_in, start, out_stream)
     observation = Observation("accel_scoring")
     with Progress(spark, rows_in, cfg.progress_seconds, out_stream) as progress:
         spec = dataclasses.replace(spec, progress=progress.address)
-        scored = df.mapInPandas(Scorer(spec, workload), output_ddl(workload))
+        scored = resources.map_in_pandas(df, Scorer(spec, workload), output_ddl(workload))
         scored = scored.observe(observation, *_row_metrics(F), *_engine_metrics(F))
         io.write_scores(scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
         m = observation.get
@@ -202,7 +226,7 @@ def _score_per_batch(spark, cfg, spec, workload, df, rows_in, start, out_stream)
     return m, progress.samples, {"dedup": {"level": "batch"}}
 
 
-def _score_distinct(spark, cfg, spec, workload, manifest, df, partitions, start, out_stream):
+def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, partitions, start, out_stream):
     """Distinct units scored once (jobs/distinct_plan.py); with --cache, only those it lacks,
     then added to it once the output is committed."""
     from pyspark.sql import Observation
@@ -222,8 +246,8 @@ def _score_distinct(spark, cfg, spec, workload, manifest, df, partitions, start,
                         + (f", {counts.cached:,} of them in the cache" if cache else ""))
             engine_obs, row_obs = Observation("accel_scoring_units"), Observation("accel_scoring_rows")
             with Progress(spark, counts.to_score, cfg.progress_seconds, out_stream, unit=unit) as progress:
-                fresh = plan.scored_units(dataclasses.replace(spec, progress=progress.address), counts,
-                                          lambda df: df.observe(engine_obs, *_engine_metrics(F)),
+                fresh = plan.scored_units(dataclasses.replace(spec, progress=progress.address), resources,
+                                          counts, lambda df: df.observe(engine_obs, *_engine_metrics(F)),
                                           cache.staging(run_id) if cache else None)
                 rows = plan.rows(fresh)
                 rows = rows.observe(row_obs, *_row_metrics(F), F.sum(F.col("_hit").cast("long")).alias("hits"))

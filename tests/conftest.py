@@ -88,13 +88,14 @@ def artifact_copy(tmp_path):
 @pytest.fixture(scope="session")
 def spark():
     """One local SparkSession for the whole run; jobs under test reuse it via getOrCreate().
-    Its JVM has Spark's s3a filesystem when `make s3a-jars` has fetched it (tests/test_s3.py)."""
+    Its JVM has Spark's s3a filesystem when `make s3a-jars` has fetched it and it suits this
+    Spark's Hadoop line (tests/test_s3.py)."""
     from pyspark.sql import SparkSession
 
     from tests import s3a_jars
 
     builder = SparkSession.builder
-    jars = s3a_jars.cached()
+    jars = s3a_jars.for_this_spark()
     if jars:  # on the driver's classpath (local mode: the executor's too), which is set when the JVM starts;
         # spark.jars would also copy the 190 MB SDK bundle into every session's scratch folder
         builder = builder.config("spark.driver.extraClassPath", ":".join(str(p) for p in jars))

@@ -9,6 +9,11 @@ here and keeps them under ~/.cache/accel-scoring/s3a-jars/ (never in the checkou
 
 `make s3a-jars` (a prerequisite of `make test`) runs `python -m tests.s3a_jars`, which prints
 the jars' paths as a `--jars` value.
+
+hadoop-aws works only with the Hadoop client of its own release line. Spark 4.0 bundles Hadoop
+3.4, whose hadoop-aws is built on the AWS SDK v2 bundle, and no registry package reachable here
+ships that pair; so on Spark 4 the tests leave these jars off the classpath and tests/test_s3.py
+skips, saying so (`unusable_reason`).
 """
 from __future__ import annotations
 
@@ -28,6 +33,31 @@ JARS = {  # file name -> sha256
     "hadoop-aws-3.3.1.jar": "6be50ad8a8b445d2802381b085b2a3ede5c29d353450a6a21f16b2fefa962b6e",
     "aws-java-sdk-bundle-1.11.901.jar": "b87175b32a16544cc1b37cf40390eb375833e62bed67f8ce6cde4b7ad6429ead",
 }
+HADOOP_LINE = "3.3"  # the Hadoop release line hadoop-aws 3.3.1 belongs to
+
+
+def spark_hadoop_version(spark_home: Path | None = None) -> str | None:
+    """The version of the Hadoop client the installed pyspark bundles (`jars/hadoop-client-api-X.jar`)."""
+    if spark_home is None:
+        import pyspark
+
+        spark_home = Path(pyspark.__file__).parent
+    found = sorted(Path(spark_home, "jars").glob("hadoop-client-api-*.jar"))
+    return found[0].name[len("hadoop-client-api-"):-len(".jar")] if found else None
+
+
+def unusable_reason(spark_home: Path | None = None) -> str | None:
+    """Why these jars cannot give this pyspark an s3a filesystem, or None when they can."""
+    version = spark_hadoop_version(spark_home)
+    if version is None or version.split(".")[:2] == HADOOP_LINE.split("."):
+        return None
+    return (f"this pyspark bundles Hadoop {version}; the s3a jars ({', '.join(JARS)}) are for Hadoop "
+            f"{HADOOP_LINE}, and hadoop-aws must match Spark's Hadoop line (tests/s3a_jars.py)")
+
+
+def for_this_spark() -> list[Path] | None:
+    """The cached jars when they suit the installed pyspark's Hadoop client, else None."""
+    return None if unusable_reason() else cached()
 
 
 def cache_dir() -> Path:

@@ -59,21 +59,26 @@ class StandaloneCluster:
 
     Args:
         root: a folder for scripts, work dirs and logs.
-        resources: resource name -> the addresses each worker advertises (one list per worker);
-            the number of lists is the number of workers.
+        resources: resource name -> the addresses each worker advertises (one list per worker; an
+            empty list: that worker has none of the resource); the number of lists is the number
+            of workers.
         workers: how many workers when no resources are given.
-        cores, memory: what each worker offers (`--cores`, `--memory`).
+        cores, memory: what each worker offers (`--cores`, `--memory`); `cores` may be one
+            count per worker.
     """
 
     def __init__(self, root: Path, resources: dict[str, list[list[str]]] | None = None, *, workers: int = 2,
-                 cores: int = 1, memory: str = "1g", start_timeout: float = 90.0):
+                 cores: int | list[int] = 1, memory: str = "1g", start_timeout: float = 90.0):
         self.root = Path(root)
         self.resources = resources or {}
         counts = {len(per_worker) for per_worker in self.resources.values()}
         if len(counts) > 1:
             raise ValueError(f"every resource needs one address list per worker, got {self.resources}")
         self.workers = counts.pop() if counts else workers
-        self.cores, self.memory, self.start_timeout = cores, memory, start_timeout
+        self.cores = list(cores) if isinstance(cores, (list, tuple)) else [cores] * self.workers
+        if len(self.cores) != self.workers:
+            raise ValueError(f"{len(self.cores)} core counts for {self.workers} workers")
+        self.memory, self.start_timeout = memory, start_timeout
         self.master_url: str | None = None
         self._procs: list[tuple[str, subprocess.Popen, Path]] = []
 
@@ -105,6 +110,8 @@ class StandaloneCluster:
         home.mkdir(parents=True, exist_ok=True)
         opts = []
         for name, per_worker in self.resources.items():
+            if not per_worker[i]:  # a worker without this resource advertises nothing
+                continue
             script = home / f"discover-{name}.sh"
             script.write_text("#!/bin/sh\n# what a GPU / Neuron host's discovery script prints\n"
                               f"echo '{json.dumps({'name': name, 'addresses': per_worker[i]})}'\n")
@@ -113,7 +120,7 @@ class StandaloneCluster:
                      f"-Dspark.worker.resource.{name}.discoveryScript={script}"]
         env = _spark_env(home, SPARK_WORKER_OPTS=" ".join(opts), SPARK_WORKER_DIR=str(home / "work"))
         log = self._launch(f"worker-{i}", ["org.apache.spark.deploy.worker.Worker", "--host", LOCALHOST,
-                                           "--port", "0", "--webui-port", "0", "--cores", str(self.cores),
+                                           "--port", "0", "--webui-port", "0", "--cores", str(self.cores[i]),
                                            "--memory", self.memory, "--work-dir", str(home / "work"),
                                            self.master_url], env)
         return log
@@ -163,7 +170,7 @@ class StandaloneCluster:
 
     def submit(self, job: str | Path, args: list, *, conf: dict | None = None, env: dict | None = None,
                name: str = "job", timeout: float = 300.0, **kw) -> "Submitted":
-        base = {"spark.cores.max": str(self.workers * self.cores), "spark.executor.cores": str(self.cores),
+        base = {"spark.cores.max": str(sum(self.cores)), "spark.executor.cores": str(min(self.cores)),
                 "spark.executor.memory": "512m", "spark.task.maxFailures": "4"}
         return submit(job, args, master=self.master_url, conf={**base, **(conf or {})}, env=env,
                       log_dir=self.root, name=name, timeout=timeout, **kw)

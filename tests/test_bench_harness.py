@@ -168,6 +168,8 @@ def _host() -> dict:
            "sequences_per_row": 1.9, "scoring_seconds": 0.33,
            "accelerator_arrow_batch": {"arrow_batch_rows": 16384, "rows_per_second_per_core": 160.0,
                                        "vs_plain_tokenization": 1.6},
+           "dedup": "run", "other_dedup": {"dedup": "batch", "rows_per_second_per_core": 120.0,
+                                           "vs_plain_tokenization": 1.2},
            "time_split": {**{k: 0.1 for k in report.SPLIT_NAMES}, "fractions": {k: 0.125 for k in report.SPLIT_NAMES}},
            "worker_replay": {"rows": 50, "arrow_batches": 1, "rows_per_second": 500.0,
                              "fractions": {"validation": 0.1, "tokenization": 0.9}}}
@@ -185,6 +187,7 @@ def test_report_renders_the_host_ceiling_with_the_full_run_and_alone(tmp_path):
     report.write(full, tmp_path / "full")
     md = (tmp_path / "full" / "results.md").read_text()
     assert "## Host ceiling" in md and "| duplicates | 100 | 300.0 | 150.0 | 100.0 (1.0 s, 1.0 s) | 1.50x | 1.5x | yes |" in md
+    assert "| 160.0, 1.60x | `batch` (default `run`): 120.0, 1.20x |" in md
     assert "| d | s | duplicates | 7,900 | 1.90 | 4,158 | 150.0 | **28** | 40.0 | 90 |" in md
     report.write({"host": _host()}, tmp_path / "alone")
     assert "host ceiling only" in (tmp_path / "alone" / "results.md").read_text()

@@ -50,7 +50,10 @@ WORDS = {"today (UTC)": lambda value: value == dt.datetime.now(dt.timezone.utc).
 REPO_DIRS = ("engines", "udfs", "jobs", "emr", "bench", "tests", "docs")
 GENERATED = ("artifacts", "data", "out")  # the folders `make clean` removes: outputs of documented commands
 OUTPUT_FLAGS = {"--out", "--output", "--dist"}
-MAKE_FILES = [REPO / "Makefile", REPO / "emr" / "package.mk", REPO / "emr" / "airflow.mk"]
+# the Makefile and the files its `include` lines name (emr/package.mk, emr/airflow.mk, spark4.mk)
+MAKEFILE = REPO / "Makefile"
+MAKE_FILES = [MAKEFILE] + [REPO / name for line in re.findall(r"^include (.+)$", MAKEFILE.read_text(), re.M)
+                           for name in line.split()]
 # folders .gitignore keeps out of the repository (bench/results/tmp/): outputs, not sources
 IGNORED_DIRS = tuple(line.strip().lstrip("/") for line in (REPO / ".gitignore").read_text().splitlines()
                      if line.strip().endswith("/"))
@@ -344,7 +347,7 @@ def command_problems(name: str, args: list[str]) -> list[str]:
         args = [a for a in args if not re.fullmatch(r"[A-Z_]+=\S*", a)]
         if args[:1] == ["-f"]:
             args = args[2:]
-        return [f"make has no target {a!r} (Makefile, emr/*.mk)" for a in args if a not in make_targets()]
+        return [f"make has no target {a!r} (Makefile and its includes)" for a in args if a not in make_targets()]
     if name == "pip install":
         return pip_problems(args)
     return []

@@ -38,6 +38,10 @@ LEFTOVER_MARKERS = (".spark-staging", "_temporary", ".accel-scoring-write-check"
 def moto(spark):
     """A moto server for this module; s3a (driver JVM), boto3 here and boto3 on the workers talk
     only to it, with this module's credentials."""
+    from tests import s3a_jars
+
+    if s3a_jars.unusable_reason():
+        pytest.skip(f"s3a on this Spark: {s3a_jars.unusable_reason()}")
     if not spark.sparkContext._jvm.org.apache.spark.util.Utils.classIsLoadable("org.apache.hadoop.fs.s3a.S3AFileSystem"):
         pytest.skip("Spark's s3a filesystem is not on the test session's classpath: run `make s3a-jars` "
                     "(make test does) before pytest")

@@ -56,3 +56,15 @@ def test_a_jar_that_does_not_match_its_pin_is_refused_and_nothing_is_kept(tmp_pa
                                            r"[0-9a-f]{64}; tests/s3a_jars.py pins"):
         s3a_jars.fetch(tmp_path / "s3a-jars")
     assert list(tmp_path.iterdir()) == [] and s3a_jars.cached(tmp_path / "s3a-jars") is None
+
+
+@pytest.mark.parametrize("bundled, usable", [("3.3.4", True), ("3.4.1", False)])
+def test_the_jars_serve_only_a_spark_on_their_hadoop_line(tmp_path, bundled, usable):
+    """Spark 3.5 bundles Hadoop 3.3.4, Spark 4.0 Hadoop 3.4.1: only the first may load hadoop-aws 3.3.1."""
+    (tmp_path / "jars").mkdir()
+    (tmp_path / "jars" / f"hadoop-client-api-{bundled}.jar").write_bytes(b"")
+    assert s3a_jars.spark_hadoop_version(tmp_path) == bundled
+    reason = s3a_jars.unusable_reason(tmp_path)
+    assert (reason is None) == usable
+    if not usable:
+        assert f"bundles Hadoop {bundled}" in reason and "are for Hadoop 3.3" in reason

@@ -214,12 +214,68 @@ def test_create_cluster_with_fleets_over_subnets_and_spot_tasks(staged, roles, c
     assert yarn["yarn.node-labels.am.default-node-label-expression"] == "CORE"
 
 
-def test_emr_8_release_label_is_refused_before_sending(aws, roles, capsys) -> None:
+def test_emr_8_cluster_runs_a_step(staged, roles, capsys) -> None:
+    import boto3
+
+    cluster_id = _create_cluster(capsys, "--release-label", "emr-spark-8.0.0")
+    cluster = boto3.client("emr").describe_cluster(ClusterId=cluster_id)["Cluster"]
+    assert cluster["ReleaseLabel"] == "emr-spark-8.0.0"
+    assert [a["Name"] for a in cluster["Applications"]] == ["Spark"]
+    classifications = {c["Classification"]: c for c in cluster["Configurations"]}
+    assert classifications["yarn-site"]["Properties"]["yarn.nodemanager.resource-plugins"] == "yarn.io/gpu"
+    stop = threading.Event()
+    moto_support.finish_steps_when_added(lambda: cluster_id, lambda step: {}, stop=stop)
+    try:
+        code = main(_add_step_args(cluster_id, "--wait", "--", "--backend", "onnx"))
+    finally:
+        stop.set()
+    out = capsys.readouterr().out
+    assert code == 0, out
+    step = boto3.client("emr").describe_step(ClusterId=cluster_id, StepId=out.strip().splitlines()[-1])["Step"]
+    assert step["Status"]["State"] == "COMPLETED"
+    assert "spark.archives=s3://deploy/accel/v1/env/accel-scoring-env.tar.gz#environment" in step["Config"]["Args"]
+
+
+STAGE_LEVEL = ["--release-label", "emr-spark-8.0.0", "--fleet", "--subnet-id", "subnet-a", "--subnet-id",
+               "subnet-b", "--cpu-core-type", "m6i.2xlarge", "--core-count", "2", "--gpu-task-count", "2",
+               "--spot-task-count", "2"]
+
+
+def test_stage_level_fleet_cluster_is_created(staged, roles, capsys) -> None:
+    """moto does not model fleets: the cluster exists, and the dry run shows the fleets as sent."""
+    import boto3
+
+    cluster_id = _create_cluster(capsys, *STAGE_LEVEL)
+    cluster = boto3.client("emr").describe_cluster(ClusterId=cluster_id)["Cluster"]
+    assert cluster["ReleaseLabel"] == "emr-spark-8.0.0"
+    spark = {c["Classification"]: c for c in cluster["Configurations"]}["spark-defaults"]["Properties"]
+    assert spark["spark.dynamicAllocation.enabled"] == "true"
+    assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS, "--dry-run",
+                 *STAGE_LEVEL]) == 0
+    out = capsys.readouterr().out
+    assert "(g5: 2 x m6i.2xlarge + 2 x g5.2xlarge/g5.4xlarge/g5.8xlarge task + 2 Spot)" in out
+    lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    sent = [x["params"] for x in lines if x["operation"] == "RunJobFlow"][0]
+    fleets = {f["InstanceFleetType"]: f for f in sent["Instances"]["InstanceFleets"]}
+    assert fleets["CORE"]["InstanceTypeConfigs"][0]["InstanceType"] == "m6i.2xlarge"
+    assert (fleets["TASK"]["TargetOnDemandCapacity"], fleets["TASK"]["TargetSpotCapacity"]) == (2, 2)
+
+
+def test_stage_level_fleet_on_emr_7_is_refused_before_sending(aws, roles, capsys) -> None:
+    aws.recorder.clear()
+    code = main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS, "--fleet",
+                 "--cpu-core-type", "m6i.2xlarge", "--gpu-task-count", "2"])
+    assert code == 2
+    assert "--cpu-core-type needs Spark 4" in capsys.readouterr().err
+    assert aws.recorder.requests == []
+
+
+def test_emr_6_release_label_is_refused_before_sending(aws, roles, capsys) -> None:
     aws.recorder.clear()
     code = main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS,
-                 "--release-label", "emr-spark-8.0.0"])
+                 "--release-label", "emr-6.15.0"])
     assert code == 2
-    assert "the Spark 4 issue" in capsys.readouterr().err
+    assert "EMR 6.x ships Spark 3.0-3.4" in capsys.readouterr().err
     assert aws.recorder.requests == []
 
 
@@ -457,6 +513,22 @@ def test_eks_submit_requests_neuroncores_and_waits(staged, capsys) -> None:
     assert props["spark.kubernetes.executor.scheduler.name"] == "my-scheduler"
     assert job.job_driver["sparkSubmitJobDriver"]["entryPointArguments"][-4:] == \
         ["--backend", "neuronx", "--top-k", "3"]
+
+
+def test_eks_submit_on_the_spark_8_release(staged, capsys) -> None:
+    """A dry run: moto 5.2's StartJobRun knows only emr-N.N.0-... labels, not emr-spark-8.0.0-latest."""
+    vc = _virtual_cluster()
+    assert main(_eks_args(vc, "--release-label", "emr-spark-8.0.0-latest", "--dry-run", "--", "--backend",
+                          "neuronx")) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    sent = [x["params"] for x in lines if x["operation"] == "StartJobRun"][0]
+    assert sent["releaseLabel"] == "emr-spark-8.0.0-latest" and sent["virtualClusterId"] == vc
+    assert moto_support.job_runs() == {}  # nothing was sent
+
+
+def test_eks_submit_with_a_label_of_no_line_is_refused(staged, capsys) -> None:
+    assert main(_eks_args(_virtual_cluster(), "--release-label", "emr-6.15.0-latest")) == 2
+    assert "release label 'emr-6.15.0-latest' is not emr-7.x" in capsys.readouterr().err
 
 
 def test_eks_failed_job_run_prints_reason_and_logs(staged, capsys) -> None:

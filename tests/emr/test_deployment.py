@@ -36,6 +36,15 @@ def test_cluster_request_takes_fleets_subnet_lists_spot_and_the_v2_role() -> Non
     assert cluster_request({**SETTINGS, "subnet_id": "subnet-a"})["Instances"]["Ec2SubnetId"] == "subnet-a"
 
 
+def test_cluster_request_takes_emr_8_and_the_stage_level_fleet() -> None:
+    request = cluster_request({**SETTINGS, "release_label": "emr-spark-8.0.0", "fleet": True,
+                               "cpu_core_type": "m6i.4xlarge", "gpu_task_count": 3})
+    assert request["ReleaseLabel"] == "emr-spark-8.0.0" and request["Applications"] == [{"Name": "Spark"}]
+    fleets = {f["InstanceFleetType"]: f for f in request["Instances"]["InstanceFleets"]}
+    assert fleets["CORE"]["InstanceTypeConfigs"][0]["InstanceType"] == "m6i.4xlarge"
+    assert fleets["TASK"]["TargetOnDemandCapacity"] == 3
+
+
 def test_cluster_request_installs_the_bootstrap_gpu_stack_from_the_variables_indexes() -> None:
     bootstrap = {**SETTINGS, "python_env": "bootstrap"}
     urls = {"torch_index_url": "https://torch.example.invalid/cu128",

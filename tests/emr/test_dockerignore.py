@@ -1,5 +1,5 @@
 """The images under emr/ build from the repository root: .dockerignore must keep exactly what
-their Dockerfiles COPY, so the context is a wheel, a script and a pin list, not the venvs and artifacts."""
+their Dockerfiles COPY, so the context is a wheel, a script and two pin lists, not the venvs and artifacts."""
 
 from __future__ import annotations
 
@@ -24,4 +24,5 @@ def test_dockerignore_keeps_only_what_the_dockerfiles_copy() -> None:
     assert rules[0] == "*"  # everything else stays out
     kept = {rule[1:] for rule in rules[1:] if rule.startswith("!")}
     assert kept == _copy_sources() == {"dist/accel_scoring-*.whl", "emr/scripts/get_neuroncores.py",
-                                             "emr/docker/gpu-requirements.txt"}
+                                             "emr/docker/gpu-requirements.txt",
+                                             "dist/accel-scoring-constraints.txt"}

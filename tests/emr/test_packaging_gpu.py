@@ -65,6 +65,8 @@ def test_make_package_gpu_runs_the_al2023_container_with_the_gpu_pins() -> None:
                         "accel-scoring-env-al2023")
     cpu = _make("-n", "package-al2023").stdout.splitlines()
     assert cpu[-1] == f"docker run --rm -v {REPO}/dist:/out  accel-scoring-env-al2023"  # the CPU archive
+    emr8 = _make("-n", "package-al2023", "RELEASE_LABEL=emr-spark-8.0.0").stdout.splitlines()
+    assert ".venv/bin/python -m emr package --dist dist --no-env --release-label emr-spark-8.0.0" in emr8
 
 
 def test_make_package_gpu_without_the_indexes_stops_first() -> None:
@@ -74,7 +76,8 @@ def test_make_package_gpu_without_the_indexes_stops_first() -> None:
 
 
 @pytest.mark.parametrize("needle", [
-    "COPY emr/docker/gpu-requirements.txt /wheels/",
+    "COPY emr/docker/gpu-requirements.txt dist/accel-scoring-constraints.txt /wheels/",
+    "-c /wheels/accel-scoring-constraints.txt",  # the release line's pins (emr/releases.py)
     '--extra-index-url "$TORCH_INDEX_URL" --extra-index-url "$NVIDIA_INDEX_URL"',
     "-r /wheels/gpu-requirements.txt",
     'export NVIDIA_PIP_INDEX_URL="$NVIDIA_INDEX_URL"',  # tensorrt-cu12's own installer looks there

@@ -20,9 +20,8 @@ from emr.profiles import DEFAULT_RELEASE_LABEL
 from engines import trt_build
 
 PREFIX = "s3://deploy/accel/v1/"
-PROJECT_METADATA = ("Metadata-Version: 2.1\nName: accel-scoring\nVersion: 0.1.0\n"
-                    "Requires-Dist: numpy>=1.26\nRequires-Dist: pyspark<3.6,>=3.5; extra == \"spark\"\n"
-                    f"Requires-Dist: {trt_build.TENSORRT_REQUIREMENT}; extra == \"gpu\"\n").encode()
+# pyproject's Spark extras as a wheel's METADATA writes them
+SPARK_EXTRAS = {"spark": "<3.6,>=3.5", "spark4": "<4.1,>=4.0"}
 BASE = {"accel_scoring": "0.1.0", "numpy": "2.2.6", "onnxruntime": "1.23.2", "tokenizers": "0.22.1"}
 GPU = {**BASE, "torch": "2.13.0+cu128", "tensorrt_cu12": "10.16.1.11", "tensorrt_cu12_bindings": "10.16.1.11",
        "tensorrt_cu12_libs": "10.16.1.11", "nvidia_cuda_runtime_cu12": "12.8.90"}
@@ -30,9 +29,17 @@ MODULES = {"torch": "torch", "tensorrt_cu12_bindings": "tensorrt", "tensorrt_cu1
            "accel_scoring": "engines", "nvidia_cuda_runtime_cu12": "nvidia"}
 
 
+def project_metadata(spark_extras: dict[str, str]) -> bytes:
+    lines = ["Metadata-Version: 2.1", "Name: accel-scoring", "Version: 0.1.0", "Requires-Dist: numpy>=1.26",
+             *(f'Requires-Dist: pyspark{spec}; extra == "{extra}"' for extra, spec in spark_extras.items()),
+             f'Requires-Dist: {trt_build.TENSORRT_REQUIREMENT}; extra == "gpu"']
+    return ("\n".join(lines) + "\n").encode()
+
+
 def make_archive(path: Path, dists: dict[str, str], *, python: str = "3.11",
-                 interpreter: str | None = None) -> Path:
-    """A venv-pack-shaped archive with these distributions (name -> version) installed."""
+                 interpreter: str | None = None, spark_extras: dict[str, str] = SPARK_EXTRAS) -> Path:
+    """A venv-pack-shaped archive with these distributions (name -> version) installed; the
+    project's METADATA names these Spark extras."""
     site = f"lib/python{python}/site-packages"
     with tarfile.open(path, "w:gz") as tar:
         def add(name: str, data: bytes = b"") -> None:
@@ -52,7 +59,7 @@ def make_archive(path: Path, dists: dict[str, str], *, python: str = "3.11",
             module = MODULES.get(dist, dist)
             add(f"{site}/{module}/__init__.py")
             add(f"{site}/{dist}-{version}.dist-info/METADATA",
-                PROJECT_METADATA if dist == "accel_scoring" else b"Name: " + dist.encode() + b"\n")
+                project_metadata(spark_extras) if dist == "accel_scoring" else b"Name: " + dist.encode() + b"\n")
     return path
 
 
@@ -122,15 +129,34 @@ def test_an_archive_built_elsewhere_names_its_python(tmp_path, capsys) -> None:
     assert code == 1 and f"the environment is Python 3.10; {DEFAULT_RELEASE_LABEL} nodes have Python 3.11" in lines[0]
 
 
-def test_release_labels_outside_spark_3_5(tmp_path, capsys) -> None:
-    archive = make_archive(tmp_path / "env.tar.gz", BASE)
-    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive),
+def test_release_labels_against_the_wheels_spark_extras(tmp_path, capsys) -> None:
+    both = make_archive(tmp_path / "env.tar.gz", BASE)  # the spark and spark4 extras: EMR 7 and EMR 8
+    for label in ("emr-7.14.0", "emr-spark-8.0.0"):
+        code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(both), "--release-label", label)
+        assert code == 0 and not problems(lines), (label, lines)
+    only_35 = make_archive(tmp_path / "env35.tar.gz", BASE, spark_extras={"spark": SPARK_EXTRAS["spark"]})
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(only_35),
                             "--release-label", "emr-spark-8.0.0")
     assert code == 1
     assert problems(lines) == ["problem: emr-spark-8.0.0 runs Spark 4.0; the environment's accel-scoring wants "
                                "pyspark <3.6,>=3.5"]
-    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--release-label", "emr-6.15.0")
+    only_40 = make_archive(tmp_path / "env40.tar.gz", BASE, spark_extras={"spark4": SPARK_EXTRAS["spark4"]})
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(only_40), "--release-label", "emr-7.14.0")
+    assert problems(lines) == ["problem: emr-7.14.0 runs Spark 3.5; the environment's accel-scoring wants "
+                               "pyspark <4.1,>=4.0"]
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(both), "--release-label", "emr-6.15.0")
     assert code == 1 and "EMR 6.x ships Spark 3.0-3.4" in problems(lines)[0]
+
+
+def test_emr_8_refuses_libraries_older_than_pyspark_4_needs(tmp_path, capsys) -> None:
+    old = make_archive(tmp_path / "env.tar.gz", {**BASE, "pandas": "1.5.3", "pyarrow": "20.0.0"})
+    code, _ = preflight(capsys, "--profile", "g5", "--env-archive", str(old), "--release-label", "emr-7.14.0")
+    assert code == 0  # PySpark 3.5 takes pandas >= 1.0.5 (emr/releases.py)
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(old), "--release-label", "emr-spark-8.0.0")
+    assert code == 1
+    assert problems(lines) == ["problem: emr-spark-8.0.0's PySpark 4.0 needs pandas>=2.0.0; the environment has "
+                               "pandas 1.5.3: build it with `python -m emr package --release-label emr-spark-8.0.0` "
+                               "(or RELEASE_LABEL=emr-spark-8.0.0 for `make package-al2023`)"]
 
 
 def test_artifact_targets_against_the_profiles_gpu(tmp_path, capsys) -> None:
@@ -209,7 +235,7 @@ def test_manifest_is_used_only_for_the_archive_it_describes(tmp_path) -> None:
     info = envinfo.write_manifest(archive)
     assert envinfo.manifest_path(archive) == tmp_path / "accel-scoring-env.json"
     assert info.python == "3.11" and info.interpreter == "/usr/bin/python3.11"
-    assert {"torch", "tensorrt"} <= set(info.modules) and info.spark_requirement == "<3.6,>=3.5"
+    assert {"torch", "tensorrt"} <= set(info.modules) and info.spark_requirements == ("<3.6,>=3.5", "<4.1,>=4.0")
     assert info.tensorrt_version == "10.16.1.11" and info.cuda_majors == {12}
     edited = {**info.to_dict(), "python": "3.99"}
     envinfo.manifest_path(archive).write_text(json.dumps(edited))

@@ -115,8 +115,7 @@ def test_fleet_without_spot_has_no_task_fleet() -> None:
 @pytest.mark.parametrize("settings, message", [
     (dict(subnet_ids=("subnet-a", "subnet-b")), "instance groups take one subnet; pass --fleet"),
     (dict(spot_task_count=2), "Spot task nodes come with instance fleets"),
-    (dict(release_label="emr-spark-8.0.0"), "EMR 8 .Spark 4.*the Spark 4 issue"),
-    (dict(release_label="emr-6.15.0"), "not EMR 7"),
+    (dict(release_label="emr-6.15.0"), "is not emr-7.x .EMR 7, Spark 3.5. or emr-spark-8.x .EMR 8, Spark 4.0."),
 ])
 def test_settings_refused_before_anything_is_sent(settings: dict, message: str) -> None:
     with pytest.raises(EmrError, match=message) as caught:
