@@ -133,15 +133,17 @@ def test_repeated_inputs_are_tokenized_once_and_fanned_out_unchanged(encoder, mi
     rng = random.Random(5)
     pool = [_text(rng, 1, 45) for _ in range(30)]
     texts = [rng.choice(pool) for _ in range(300)]
-    calls = []
-    batch = encoder._encode_batch
-    encoder._encode_batch = lambda items: calls.append(len(items)) or batch(items)
+    single_calls, pair_calls = [], []
+    singles, batch = encoder._encode_singles, encoder._encode_batch  # singles may go to flash-tokenizer
+    encoder._encode_singles = lambda items, clipped: single_calls.append(len(items)) or singles(items, clipped)
     try:
         enc = encoder.encode(texts)
+        encoder._encode_batch = lambda items: pair_calls.append(len(items)) or batch(items)
         pairs = encoder.encode_pairs(texts, texts[::-1])
     finally:
+        del encoder._encode_singles  # the method again
         encoder._encode_batch = batch
-    assert calls[0] == len(set(texts)) and calls[1] == len(set(zip(texts, texts[::-1])))
+    assert single_calls == [len(set(texts))] and pair_calls == [len(set(zip(texts, texts[::-1])))]
     ref = Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
     ref.no_padding()
     ref.enable_truncation(32, strategy="longest_first")

@@ -8,13 +8,19 @@ two things keep its work down without changing a token: each distinct input of a
 tokenized once, and `encode_batch_fast` (tokenizers >= 0.20: no character offsets, which
 nothing here reads) is used when it gives exactly `encode_batch`'s ids, type ids and
 truncation on a probe corpus of this very tokenizer (`FAST_PROBES`), else `encode_batch`.
+Single texts that flash-tokenizer is known to encode identically go to it instead, when it is
+installed and passes its own probe (udfs/flash_route.py).
 """
 from __future__ import annotations
 
 import dataclasses
+import json
+import sys
 from pathlib import Path
 
 import numpy as np
+
+from udfs import flash_route
 
 # A kept token needs at least one character, so clipping a text to this many characters per
 # token of budget never changes the kept tokens of ordinary text, and bounds the cost of a
@@ -64,6 +70,13 @@ class TextEncoder:
         self.max_chars = self.max_seq_len * CHARS_PER_TOKEN
         self.method = "encode_batch_fast" if fast_path_agrees(self._tok) else "encode_batch"
         self._encode_batch = getattr(self._tok, self.method)
+        config = json.loads(Path(tokenizer_json).read_text(encoding="utf-8"))
+        self._flash, self.single_route = flash_route.load(config, self.max_seq_len, self._reference)
+        # Once per worker (the executor's stderr log): which encoder single texts get, and why.
+        print(f"accel-scoring: single texts: {self.single_route}", file=sys.stderr, flush=True)
+        zeros = np.zeros(self.max_seq_len, dtype=np.int64)
+        zeros.setflags(write=False)
+        self._zeros = zeros  # a flash-encoded row's type ids: a read-only view of this
 
     def _clip(self, texts: list[str]) -> tuple[list[str], np.ndarray]:
         clipped = np.fromiter((len(t) > self.max_chars for t in texts), dtype=bool, count=len(texts))
@@ -74,7 +87,27 @@ class TextEncoder:
     def encode(self, texts: list[str]) -> Encoded:
         distinct, rows = distinct_positions(texts)
         distinct, clipped = self._clip(distinct)
-        return _fan_out(self._pack(self._encode_batch(distinct), clipped), rows)
+        return _fan_out(self._encode_singles(distinct, clipped), rows)
+
+    def _encode_singles(self, texts: list[str], clipped: np.ndarray) -> Encoded:
+        """The texts flash-tokenizer takes in one call to it, the rest in one to `tokenizers`,
+        merged back in input order."""
+        mine = self._flash.accepts(texts) if self._flash else np.zeros(len(texts), dtype=bool)
+        if not mine.any():
+            return self._pack(self._encode_batch(texts), clipped)
+        here = np.flatnonzero(mine)
+        ids, truncated = self._flash.encode_all(texts if len(here) == len(texts) else [texts[i] for i in here])
+        flash = Encoded(ids, [self._zeros[: len(x)] for x in ids], truncated | clipped[here])
+        if len(here) == len(texts):
+            return flash
+        rest = np.flatnonzero(~mine)
+        other = self._pack(self._encode_batch([texts[i] for i in rest]), clipped[rest])
+        return _merge((here, flash), (rest, other), n=len(texts))
+
+    def _reference(self, texts: list[str]) -> tuple[list[list[int]], np.ndarray]:
+        """What the flash route's probe must match: this tokenizer's ids and truncation."""
+        encodings = self._encode_batch(texts)
+        return [e.ids for e in encodings], np.array([bool(e.overflowing) for e in encodings], dtype=bool)
 
     def encode_pairs(self, left: list[str], right: list[str]) -> Encoded:
         distinct, rows = distinct_positions(list(zip(left, right)))
@@ -95,6 +128,18 @@ def _fan_out(enc: Encoded, rows: np.ndarray | None) -> Encoded:
     if rows is None:
         return enc
     return Encoded([enc.ids[i] for i in rows], [enc.type_ids[i] for i in rows], enc.truncated[rows])
+
+
+def _merge(*parts: tuple[np.ndarray, Encoded], n: int) -> Encoded:
+    """One Encoded of n rows from parts that each hold the rows at their positions."""
+    ids: list = [None] * n
+    type_ids: list = [None] * n
+    truncated = np.zeros(n, dtype=bool)
+    for positions, enc in parts:
+        for k, i in enumerate(positions.tolist()):
+            ids[i], type_ids[i] = enc.ids[k], enc.type_ids[k]
+        truncated[positions] = enc.truncated
+    return Encoded(ids, type_ids, truncated)
 
 
 def distinct_positions(items: list) -> tuple[list, np.ndarray | None]:
