@@ -22,7 +22,7 @@ define project-venv
 	touch $@
 endef
 VENV_DEPS := pyproject.toml Makefile jobs/conf/log4j2.properties jobs/conf/spark-env.sh
-EXTRAS := compile,spark,aws,dev
+EXTRAS := compile,spark,aws,fast,dev
 
 $(STAMP): $(VENV_DEPS)
 	$(call project-venv,$(VENV),$(EXTRAS))

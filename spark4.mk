@@ -9,7 +9,7 @@
 
 SPARK4_VENV := .venv-spark4
 SPARK4_STAMP := $(SPARK4_VENV)/.installed
-SPARK4_EXTRAS := compile,spark4,aws,dev
+SPARK4_EXTRAS := compile,spark4,aws,fast,dev
 SPARK4_TESTS ?= -m "spark or cluster" --ignore=tests/airflow
 
 .PHONY: spark4-venv test-spark4

@@ -21,6 +21,7 @@ from typing import Sequence
 from emr import layout as L
 from emr.envinfo import BACKEND_MODULES, EnvInfo, normalize
 from emr.errors import EmrError
+from emr.packaging import EXECUTOR_EXTRAS
 
 VENV = "/opt/accel-scoring/venv"
 ACTION_NAME = "install-python-env"
@@ -62,7 +63,7 @@ class BootstrapEnv:
     def from_script_args(cls, args: Sequence[str]) -> "BootstrapEnv":
         """The environment a cluster's install-python-env action was given (``script_args`` read back)."""
         urls = tuple(args[4:6]) if len(args) >= 6 else (None, None)
-        return cls(args[1] if len(args) > 1 else "aws", *urls)
+        return cls(args[1] if len(args) > 1 else EXECUTOR_EXTRAS, *urls)
 
     def info(self, requirements: Path) -> EnvInfo:
         """What the environment will hold: the project, and with ``gpu`` the pins of ``requirements``."""

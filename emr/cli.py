@@ -31,6 +31,7 @@ from typing import Any, Callable, Sequence
 
 from emr import layout as L
 from emr.aws import Clients
+from emr import packaging
 from emr.bootstrap_env import BootstrapEnv
 from emr.cluster import DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE, PYTHON_ENVS
 from emr.errors import EmrError
@@ -66,7 +67,7 @@ def _python_env() -> argparse.ArgumentParser:
     g.add_argument("--python-env", choices=PYTHON_ENVS, default="archive",
                    help="archive: steps ship the venv-pack archive; bootstrap: install the wheel "
                         "on every node at start (for multi-GB CUDA stacks)")
-    g.add_argument("--pip-extras", default="aws,gpu", help="extras for --python-env bootstrap")
+    g.add_argument("--pip-extras", default=f"{packaging.EXECUTOR_EXTRAS},gpu", help="extras for --python-env bootstrap")
     g.add_argument("--torch-index-url", metavar="URL",
                    help="PyTorch's CUDA 12.8 wheel index, for bootstrap with a gpu extra (required then)")
     g.add_argument("--nvidia-index-url", metavar="URL",
@@ -118,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
                        parents=[_dry_run("list what would be built and build nothing")])
     p.add_argument("--dist", type=Path, default=L_REPO / "dist")
     p.add_argument("--no-env", action="store_true", help="skip the venv-pack archive")
-    p.add_argument("--extras", default="aws", help="extras installed in the environment (default %(default)s)")
+    p.add_argument("--extras", default=packaging.EXECUTOR_EXTRAS, help="extras installed in the environment (default %(default)s)")
     p.add_argument("--release-label", default=DEFAULT.default_label,
                    help="the EMR release the archive is for: its line's constraints (default %(default)s)")
 
@@ -242,7 +243,6 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def cmd_package(args: argparse.Namespace) -> int:
-    from emr import packaging
     from emr.releases import require_line
 
     line = require_line(args.release_label)

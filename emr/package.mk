@@ -22,7 +22,7 @@ RELEASE_ARG = $(if $(RELEASE_LABEL), --release-label $(RELEASE_LABEL))
 package:
 	$(PACKAGE_PYTHON) -m emr package --dist $(DIST)$(RELEASE_ARG)
 
-package-gpu: ENV_RUN_ARGS = -e GPU=1 -e EXTRAS=aws,gpu -e TORCH_INDEX_URL="$(TORCH_INDEX_URL)" -e NVIDIA_INDEX_URL="$(NVIDIA_INDEX_URL)"
+package-gpu: ENV_RUN_ARGS = -e GPU=1 -e EXTRAS=aws,fast,gpu -e TORCH_INDEX_URL="$(TORCH_INDEX_URL)" -e NVIDIA_INDEX_URL="$(NVIDIA_INDEX_URL)"
 package-gpu: ENV_CHECK = test -n "$(TORCH_INDEX_URL)" -a -n "$(NVIDIA_INDEX_URL)" || { echo "make package-gpu needs TORCH_INDEX_URL=... and NVIDIA_INDEX_URL=... (emr/package.mk)" >&2; exit 2; }
 package-al2023 package-gpu:
 	$(ENV_CHECK)

@@ -42,6 +42,9 @@ from emr.releases import DEFAULT, ReleaseLine
 
 PACKAGES = ("engines", "udfs", "jobs", "emr")
 ENV_DIRNAME = "accel-scoring-env"
+# What the executors' environment holds by default: S3 access, and the single-text tokenizer route
+# (its marker installs it on x86-64 Linux only; udfs/flash_route.py). GPU environments add `gpu`.
+EXECUTOR_EXTRAS = "aws,fast"
 CONSTRAINTS = "accel-scoring-constraints.txt"  # read by emr/docker/Dockerfile.al2023-env too
 _ZIP_DATE = (2020, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip
 
@@ -106,7 +109,7 @@ def write_constraints(dist: Path, line: ReleaseLine) -> Path:
 
 
 def build_env_archive(
-    wheel: Path, dist: Path, *, extras: str = "aws", line: ReleaseLine = DEFAULT,
+    wheel: Path, dist: Path, *, extras: str = EXECUTOR_EXTRAS, line: ReleaseLine = DEFAULT,
     python: str = sys.executable, echo: Callable[[str], None] = print,
 ) -> Path:
     """Create a venv with ``wheel[extras]`` under ``line``'s constraints and pack it with venv-pack."""
@@ -129,7 +132,7 @@ def build_env_archive(
     return out
 
 
-def planned(dist: Path, *, with_env: bool = True, extras: str = "aws", line: ReleaseLine = DEFAULT) -> list[str]:
+def planned(dist: Path, *, with_env: bool = True, extras: str = EXECUTOR_EXTRAS, line: ReleaseLine = DEFAULT) -> list[str]:
     """What ``build_all`` would write, for ``package --dry-run``."""
     pins = ", ".join(name + spec for name, spec in line.executor_libraries.items())
     items = [f"{dist}/accel_scoring-<version>-py3-none-any.whl (pip wheel, no dependencies)",
@@ -143,7 +146,7 @@ def planned(dist: Path, *, with_env: bool = True, extras: str = "aws", line: Rel
 
 
 def build_all(
-    repo: Path, dist: Path, *, with_env: bool = True, extras: str = "aws", line: ReleaseLine = DEFAULT,
+    repo: Path, dist: Path, *, with_env: bool = True, extras: str = EXECUTOR_EXTRAS, line: ReleaseLine = DEFAULT,
     echo: Callable[[str], None] = print,
 ) -> list[Path]:
     """The wheel, the zip and the constraints; with ``with_env`` the archive built under them."""

@@ -277,3 +277,26 @@ def test_flash_rows_have_zero_type_ids_that_cannot_be_written(encoders):
     routed, _ = encoders
     enc = routed.encode(["usb-c charger", "日本 包丁"])
     assert enc.type_ids[0].tolist() == [0] * len(enc.ids[0]) and not enc.type_ids[0].flags.writeable
+
+
+@needs_flash
+def test_another_flash_tokenizer_release_is_refused(minilm_dir, monkeypatch):
+    real = flash_route.importlib.metadata.version
+    monkeypatch.setattr(flash_route.importlib.metadata, "version",
+                        lambda name: "1.3.0" if name == "flash_tokenizer" else real(name))
+    enc = TextEncoder(minilm_dir / "tokenizer.json", 64)
+    assert enc._flash is None
+    assert enc.single_route == "not used: flash_tokenizer 1.3.0 is installed; this route was checked on 1.2.0 only"
+
+
+def test_the_fast_extra_pins_the_release_the_route_was_checked_on():
+    import tomllib
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    (req,) = map(Requirement, pyproject["project"]["optional-dependencies"]["fast"])
+    assert req.name == "flash-tokenizer" and str(req.specifier) == f"=={flash_route.FLASH_VERSION}"
+    assert req.marker.evaluate({"sys_platform": "linux", "platform_machine": "x86_64"})
+    assert not req.marker.evaluate({"sys_platform": "linux", "platform_machine": "aarch64"})

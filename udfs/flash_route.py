@@ -17,6 +17,7 @@ as the artifact's tokenizer does (`probe_texts`). ACCEL_SCORING_FAST_TOKENIZER=0
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import itertools
 import os
 import random
@@ -29,6 +30,9 @@ import numpy as np
 from engines.store import CACHE_ENV, DEFAULT_CACHE_DIR
 
 ENV = "ACCEL_SCORING_FAST_TOKENIZER"
+# The release SAFE_CHARACTERS and the per-word limits were checked against (pyproject's `fast`
+# extra pins it); another is refused, since its differences from WordPiece are unknown.
+FLASH_VERSION = "1.2.0"
 # Texts per flash-tokenizer call. It holds the GIL while it encodes (tokenizers releases it), so
 # with --overlap a call this size (a few milliseconds) is as long as it stalls the engine's thread.
 GIL_CHUNK = 256
@@ -164,6 +168,9 @@ def load(config: dict, max_seq_len: int, reference: Callable[[list[str]], tuple[
         import flash_tokenizer  # noqa: F401  (optional dependency)
     except ImportError as e:
         return None, f"flash_tokenizer not importable ({e})"
+    installed = importlib.metadata.version("flash_tokenizer")
+    if installed != FLASH_VERSION:
+        return None, f"not used: flash_tokenizer {installed} is installed; this route was checked on {FLASH_VERSION} only"
     why = refusal(config)
     if why:
         return None, f"not used: {why}"

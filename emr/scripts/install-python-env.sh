@@ -12,7 +12,7 @@
 # them installed and pull nothing from the public index in their place.
 set -euo pipefail
 PACKAGE_PREFIX="${1:?s3 prefix of the project wheel}"
-EXTRAS="${2:-aws}"
+EXTRAS="${2:-aws,fast}"
 VENV="${3:-/opt/accel-scoring/venv}"
 REQUIREMENTS="${4:-}"
 PYTHON="${ACCEL_SCORING_PYTHON:-python3.11}"

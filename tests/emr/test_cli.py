@@ -293,7 +293,7 @@ def test_create_cluster_bootstrap_installs_the_staged_gpu_requirements_from_both
     actions = boto3.client("emr").list_bootstrap_actions(ClusterId=cluster_id)["BootstrapActions"]
     install = [a for a in actions if a["Name"] == "install-python-env"][0]
     assert install["ScriptPath"] == PREFIX + "scripts/install-python-env.sh"
-    assert install["Args"] == [PREFIX + "package/", "aws,gpu", "/opt/accel-scoring/venv",
+    assert install["Args"] == [PREFIX + "package/", "aws,fast,gpu", "/opt/accel-scoring/venv",
                                PREFIX + "scripts/gpu-requirements.txt", *urls]
     requirements = boto3.client("s3").get_object(Bucket="deploy", Key="accel/v1/scripts/gpu-requirements.txt")
     assert requirements["Body"].read() == (REPO / "emr" / "docker" / "gpu-requirements.txt").read_bytes()
@@ -305,7 +305,7 @@ def test_create_cluster_bootstrap_gpu_without_indexes_is_refused_before_sending(
                  "--python-env", "bootstrap", "--nvidia-index-url", "https://nvidia.example.invalid/simple"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1
-    assert err.startswith("error: --pip-extras aws,gpu needs --torch-index-url and --nvidia-index-url")
+    assert err.startswith("error: --pip-extras aws,fast,gpu needs --torch-index-url and --nvidia-index-url")
     assert aws.recorder.requests == []
 
 

@@ -60,7 +60,7 @@ def test_make_package_gpu_runs_the_al2023_container_with_the_gpu_pins() -> None:
     lines = done.stdout.splitlines()
     assert lines[1:3] == [".venv/bin/python -m emr package --dist dist --no-env",
                           "docker build -f emr/docker/Dockerfile.al2023-env -t accel-scoring-env-al2023 ."]
-    assert lines[3] == (f"docker run --rm -v {REPO}/dist:/out -e GPU=1 -e EXTRAS=aws,gpu "
+    assert lines[3] == (f"docker run --rm -v {REPO}/dist:/out -e GPU=1 -e EXTRAS=aws,fast,gpu "
                         '-e TORCH_INDEX_URL="https://torch.invalid/cu128" -e NVIDIA_INDEX_URL="https://nv.invalid/" '
                         "accel-scoring-env-al2023")
     cpu = _make("-n", "package-al2023").stdout.splitlines()

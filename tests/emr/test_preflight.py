@@ -361,7 +361,7 @@ def test_preflight_knows_the_bootstrap_gpu_environment(tmp_path, capsys) -> None
 def test_preflight_refuses_a_bootstrap_gpu_environment_without_indexes(capsys) -> None:
     assert main(["preflight", "--profile", "g5", "--python-env", "bootstrap", INDEXES[0], INDEXES[1]]) == 2
     assert capsys.readouterr().err == (
-        "error: --pip-extras aws,gpu needs --torch-index-url and --nvidia-index-url: the CUDA torch and TensorRT "
+        "error: --pip-extras aws,fast,gpu needs --torch-index-url and --nvidia-index-url: the CUDA torch and TensorRT "
         "of emr/docker/gpu-requirements.txt come from those package indexes (emr/README.md, step 1)\n")
 
 

@@ -213,4 +213,4 @@ def test_the_archive_is_installed_under_the_lines_constraints(tmp_path: Path, mo
     constraints = install[install.index("-c") + 1]
     assert Path(constraints) == tmp_path / packaging.CONSTRAINTS
     assert "pandas>=2.0.0" in Path(constraints).read_text()
-    assert install[-1].endswith("accel_scoring-0.1.0-py3-none-any.whl[aws]")
+    assert install[-1].endswith("accel_scoring-0.1.0-py3-none-any.whl[aws,fast]")
