@@ -215,11 +215,13 @@ def cores_per_device(jobs: list[dict]) -> list[dict]:
 def _job(kind: str, main, frame, texts: list[str], art: Path, work: Path, cores: int, spark, workload) -> dict:
     """One job with the zero-cost engine, with plain tokenization of the same texts just before
     and just after it (their mean is the baseline, so load on a shared machine hits both alike),
-    its time split, and the same job with ACCELERATOR_ARROW_ROWS rows per Arrow batch and with
-    the other --dedup level."""
+    its time split, and the same job with ACCELERATOR_ARROW_ROWS rows per Arrow batch, with
+    the other --dedup level and, where the flash-tokenizer route is in use, without it."""
     from bench import job_bench
     from bench.run import log
     from engines.artifact import open_artifact
+    from udfs import flash_route
+    from udfs.tokenize import TextEncoder
 
     rows, tokenizer, max_seq_len = len(frame), art / "tokenizer" / "tokenizer.json", open_artifact(art).max_seq_len
 
@@ -239,6 +241,13 @@ def _job(kind: str, main, frame, texts: list[str], art: Path, work: Path, cores:
     log(f"host ceiling: {kind} job, zero-cost engine, --dedup {other} (the default here is {level})")
     alt = job_bench.measured(main, frame=frame, work=work, name=f"host-{kind}-{other}", model=art, partitions=cores,
                              extra=["--dedup", other])
+    route = TextEncoder(tokenizer, max_seq_len).single_route  # what the workers, in this venv, chose
+    without = None
+    if route.startswith("flash_tokenizer"):
+        log(f"host ceiling: {kind} job, zero-cost engine, tokenizers alone ({flash_route.ENV}=0)")
+        with _worker_env(spark, flash_route.ENV, "0"):
+            without = job_bench.measured(main, frame=frame, work=work, name=f"host-{kind}-tokenizers", model=art,
+                                         partitions=cores)
     data = work / f"host-{kind}.parquet"
     read_arrow = job_bench.passthrough_seconds(spark, input=data, output=None, workload=workload, partitions=cores)
     read_arrow_write = job_bench.passthrough_seconds(spark, input=data, output=work / f"host-{kind}-passthrough",
@@ -249,9 +258,8 @@ def _job(kind: str, main, frame, texts: list[str], art: Path, work: Path, cores:
     baseline_rate = rows / base
 
     def rates(summary: dict) -> dict:
-        per_core = rows / summary["scoring_seconds"] / cores
         return {"scoring_seconds": summary["scoring_seconds"], "rows_per_second": round(rows / summary["scoring_seconds"], 1),
-                "rows_per_second_per_core": round(per_core, 1), "vs_plain_tokenization": round(per_core / baseline_rate, 3),
+                **_per_core(rows, summary["scoring_seconds"], cores, baseline_rate),
                 "sequences_per_row": _sequences_per_row(summary, worker, rows)}
 
     return {"job": "duplicates" if kind == "pairs" else "query_intent", "rows": rows,
@@ -266,7 +274,26 @@ def _job(kind: str, main, frame, texts: list[str], art: Path, work: Path, cores:
             "tokenize_seconds": s["tokenize_seconds"], "udf_seconds": s["udf_seconds"],
             "options": s["options"], "time_split": time_split(s, read_arrow, read_arrow_write, worker, cores),
             "worker_replay": worker, "accelerator_arrow_batch": {"arrow_batch_rows": ACCELERATOR_ARROW_ROWS, **rates(big)},
-            "dedup": level, "other_dedup": {"dedup": other, **rates(alt)}}
+            "passthrough": {"seconds": round(read_arrow_write, 3), **_per_core(rows, read_arrow_write, cores, baseline_rate)},
+            "dedup": level, "other_dedup": {"dedup": other, **rates(alt)}, "single_text_route": route,
+            **({"tokenizers_alone": rates(without)} if without else {})}
+
+
+@contextmanager
+def _worker_env(spark, name: str, value: str):
+    """`name=value` in the Python workers of the jobs run inside: pyspark hands each UDF the
+    SparkContext's `environment`, and keeps a separate worker pool per environment."""
+    env = spark.sparkContext.environment
+    env[name] = value
+    try:
+        yield
+    finally:
+        del env[name]
+
+
+def _per_core(rows: int, seconds: float, cores: int, baseline_rate: float) -> dict:
+    per_core = rows / seconds / cores
+    return {"rows_per_second_per_core": round(per_core, 1), "vs_plain_tokenization": round(per_core / baseline_rate, 3)}
 
 
 def _sequences_per_row(summary: dict, worker: dict, rows: int) -> float:

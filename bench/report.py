@@ -38,8 +38,9 @@ def host_markdown(h: dict) -> list[str]:
            "| job | rows | job rows/s | per core | plain tokenization rows/s (1 thread; seconds before, after) "
            "| per core / plain | goal | met | padding eff. | sequences per row | with "
            f"{h['jobs'][0]['accelerator_arrow_batch']['arrow_batch_rows']:,} rows per Arrow batch: per core, / plain "
-           "| with the other `--dedup`: per core, / plain |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| with the other `--dedup`: per core, / plain | single texts tokenized by | with `tokenizers` alone: "
+           "per core, / plain | pass-through (the per-batch plan, no model): per core, / plain |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for j in h["jobs"]:
         before, after = j["plain_tokenization_seconds"]
         big = j["accelerator_arrow_batch"]
@@ -50,7 +51,12 @@ def host_markdown(h: dict) -> list[str]:
                    f"{_fmt(big['rows_per_second_per_core'])}, {big['vs_plain_tokenization']:.2f}x | "
                    + (f"`{j['other_dedup']['dedup']}` (default `{j['dedup']}`): "
                       f"{_fmt(j['other_dedup']['rows_per_second_per_core'])}, "
-                      f"{j['other_dedup']['vs_plain_tokenization']:.2f}x |" if "other_dedup" in j else "– |"))
+                      f"{j['other_dedup']['vs_plain_tokenization']:.2f}x |" if "other_dedup" in j else "– |")
+                   + f" {j.get('single_text_route', 'tokenizers')} | "
+                   + (f"{_fmt(j['tokenizers_alone']['rows_per_second_per_core'])}, "
+                      f"{j['tokenizers_alone']['vs_plain_tokenization']:.2f}x |" if "tokenizers_alone" in j else "– |")
+                   + (f" {_fmt(j['passthrough']['rows_per_second_per_core'])}, {j['passthrough']['vs_plain_tokenization']:.2f}x |"
+                      if "passthrough" in j else " – |"))
     keys = list(SPLIT_NAMES)
     out += ["", "Time split of each job's scoring wall time (read + Arrow and write: pass-through jobs with the "
             "same plan; tokenization and engine: the job's own metrics; validation, batching + padding and "
@@ -188,6 +194,9 @@ def host_panel(ax, h: dict) -> None:
              "#90cdf4")]
     if all("other_dedup" in j for j in jobs):
         bars.append(("the other --dedup level", [j["other_dedup"]["vs_plain_tokenization"] for j in jobs], "#9ae6b4"))
+    if all("tokenizers_alone" in j for j in jobs):
+        bars.append(("tokenizers alone (no flash-tokenizer route)", [j["tokenizers_alone"]["vs_plain_tokenization"]
+                                                                    for j in jobs], "#d6bcfa"))
     height = 0.8 / len(bars)
     for n, (label, values, color) in enumerate(bars):
         offset = 0.4 - height * (n + 0.5)

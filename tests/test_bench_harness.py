@@ -170,6 +170,9 @@ def _host() -> dict:
                                        "vs_plain_tokenization": 1.6},
            "dedup": "run", "other_dedup": {"dedup": "batch", "rows_per_second_per_core": 120.0,
                                            "vs_plain_tokenization": 1.2},
+           "single_text_route": "flash_tokenizer for single texts",
+           "tokenizers_alone": {"rows_per_second_per_core": 90.0, "vs_plain_tokenization": 0.9},
+           "passthrough": {"seconds": 0.2, "rows_per_second_per_core": 250.0, "vs_plain_tokenization": 2.5},
            "time_split": {**{k: 0.1 for k in report.SPLIT_NAMES}, "fractions": {k: 0.125 for k in report.SPLIT_NAMES}},
            "worker_replay": {"rows": 50, "arrow_batches": 1, "rows_per_second": 500.0,
                              "fractions": {"validation": 0.1, "tokenization": 0.9}}}
@@ -187,7 +190,7 @@ def test_report_renders_the_host_ceiling_with_the_full_run_and_alone(tmp_path):
     report.write(full, tmp_path / "full")
     md = (tmp_path / "full" / "results.md").read_text()
     assert "## Host ceiling" in md and "| duplicates | 100 | 300.0 | 150.0 | 100.0 (1.0 s, 1.0 s) | 1.50x | 1.5x | yes |" in md
-    assert "| 160.0, 1.60x | `batch` (default `run`): 120.0, 1.20x |" in md
+    assert "| 160.0, 1.60x | `batch` (default `run`): 120.0, 1.20x | flash_tokenizer for single texts | 90.0, 0.90x | 250.0, 2.50x |" in md
     assert "| d | s | duplicates | 7,900 | 1.90 | 4,158 | 150.0 | **28** | 40.0 | 90 |" in md
     report.write({"host": _host()}, tmp_path / "alone")
     assert "host ceiling only" in (tmp_path / "alone" / "results.md").read_text()
@@ -195,3 +198,23 @@ def test_report_renders_the_host_ceiling_with_the_full_run_and_alone(tmp_path):
 
 def test_only_host_is_a_flag():
     assert parse_args(["--only", "host"]).only == "host" and parse_args([]).only is None
+
+
+@pytest.mark.spark
+def test_worker_env_reaches_the_python_workers_of_the_jobs_run_inside(spark):
+    import os
+
+    import pandas as pd
+
+    from bench import host
+
+    def seen(frames):
+        for _ in frames:
+            yield pd.DataFrame({"v": [os.environ.get("ACCEL_SCORING_BENCH_PROBE", "unset")]})
+
+    def values() -> set:
+        return {r.v for r in spark.range(2).repartition(2).mapInPandas(seen, "v string").collect()}
+
+    with host._worker_env(spark, "ACCEL_SCORING_BENCH_PROBE", "0"):
+        assert values() == {"0"}
+    assert values() == {"unset"} and "ACCEL_SCORING_BENCH_PROBE" not in spark.sparkContext.environment
