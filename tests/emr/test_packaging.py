@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -51,6 +52,8 @@ def test_package_builds_wheel_zip_and_environment(dist: Path) -> None:
     assert "bin/python" in names and "bin/activate" in names
     assert any(n.startswith("lib/python3.11/site-packages/onnxruntime/") for n in names)
     assert any(n.startswith("lib/python3.11/site-packages/boto3/") for n in names)  # the aws extra
+    flash = any(n.startswith("lib/python3.11/site-packages/flash_tokenizer/") for n in names)  # the fast extra
+    assert flash == (platform.machine() == "x86_64")  # its marker: no wheel for other machines
     assert not any(n.startswith("lib/python3.11/site-packages/pyspark/") for n in names)
 
 
