@@ -300,6 +300,7 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, f
         "tokenize_seconds": round(float(m.get("tokenize_seconds") or 0.0), 3),
         "udf_seconds": round(float(m.get("udf_seconds") or 0.0), 3),
         "backend": spec.backend, "devices": sorted({t["device"] for t in tasks}),
+        "single_text_tokenizer": sorted({t["single_texts"] for t in tasks if "single_texts" in t}),
         "options": {"batch_tokens": spec.batch_tokens, "max_seq_len": spec.max_seq_len,
                     "arrow_batch_rows": cfg.arrow_batch_rows, **cfg.extra},
         "engine_loads": int(m.get("engine_loads") or 0), "batch_retries": int(m.get("batch_retries") or 0),

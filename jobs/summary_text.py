@@ -33,6 +33,8 @@ def render(summary: dict) -> str:
                      f" {_n(s['padded_tokens'])} computed tokens)")
     lines.append(f"  engine    {s['model']} on {s['backend']}, devices {', '.join(s.get('devices') or []) or '–'}"
                  f" ({_n(s.get('engine_loads'))} engine loads, {_n(s.get('batch_retries'))} batch retries)")
+    for route in s.get("single_text_tokenizer") or []:
+        lines.append(f"  tokenizer single texts: {route}")
     cache, dedup = s.get("cache"), s.get("dedup") or {}
     if cache:
         lines.append(f"  cache     {_n(cache['hits'])} rows from the cache, {_n(cache['misses'])} scored;"

@@ -111,6 +111,8 @@ def test_a_clean_shell_gets_the_summary_alone_on_stdout_and_a_quiet_stderr(launc
     err = proc.stderr
     assert "scoring 2,000 rows from" in err
     assert "done: 2,000 of 2,000 rows" in err
+    (route,) = summary["single_text_tokenizer"]  # a bi-encoder's sides are single texts
+    assert f"\n  tokenizer single texts: {route}\n" in err
     assert re.search(r"^  cost: ", err, re.M)
     assert not re.search(r"^\S+ \S+ INFO ", err, re.M), err[:3000]  # log4j INFO lines
     assert "Traceback" not in err

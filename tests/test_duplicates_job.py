@@ -93,6 +93,15 @@ def test_summary_counts_match_output(scored):
     assert 0 < s["padding_efficiency"] <= 1 and s["real_tokens"] > 0
     assert s["model"] == f"tiny-{scored['task']}@7" and len(s["model_sha256"]) == 64
     assert {t["partition"] for t in s["tasks"]} == {0, 1, 2}
+    if scored["task"] == "embedding":  # single texts: each worker says which tokenizer encodes them
+        from engines.artifact import open_artifact
+        from udfs.tokenize import TextEncoder
+
+        model = scored["model"]
+        route = TextEncoder(model / "tokenizer" / "tokenizer.json", open_artifact(model).max_seq_len).single_route
+        assert s["single_text_tokenizer"] == [route]
+    else:  # pairs always go to tokenizers
+        assert s["single_text_tokenizer"] == []
     assert s["spark_application_id"]
 
 

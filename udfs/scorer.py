@@ -20,6 +20,7 @@ from udfs.cache import WORKER_CACHE
 from udfs.device import bind_device, task_cpus, task_resources
 from udfs.progress import ProgressReporter
 from udfs.runtime import ScorerSpec, load_runtime
+from udfs.tasks import SINGLE_TEXT_TASKS
 
 METRIC_DDL = ("_m_real_tokens long, _m_padded_tokens long, _m_engine_loads int, "
               "_m_engine_seconds double, _m_retries int, _m_worker string, _m_tokenize_seconds double, "
@@ -77,6 +78,8 @@ class Scorer:
             "resources": resources, "partition": partition, "attempt": attempt,
             "loaded": loaded,  # whether this task loaded the engine (once per worker and device)
             "instance_type": imds.this_host(),
+            # how this worker tokenizes single texts (udfs/flash_route.py); pairs always go to tokenizers
+            **({"single_texts": runtime.encoder.single_route} if runtime.manifest.task in SINGLE_TEXT_TASKS else {}),
         }, sort_keys=True)
         workload = self.workload
 

@@ -23,6 +23,9 @@ class Scored:
     stats: RunStats
 
 
+SINGLE_TEXT_TASKS = ("text-classification", "embedding")  # a classifier's queries, a bi-encoder's sides
+
+
 @dataclasses.dataclass
 class Tokenized:
     """The CPU half of scoring a batch (tokenize, find distinct texts); the engine half follows.
@@ -83,7 +86,7 @@ def score_pairs(runtime, left: list[str], right: list[str], token_budget: int) -
 
 def tokenize_texts(runtime, texts: list[str]) -> Tokenized:
     """Single texts: queries for a classifier, or side texts for a bi-encoder's embeddings."""
-    if runtime.manifest.task not in ("text-classification", "embedding"):
+    if runtime.manifest.task not in SINGLE_TEXT_TASKS:
         raise ValueError(f"a {runtime.manifest.task} artifact cannot score single texts")
     t0 = time.perf_counter()
     enc = runtime.encoder.encode(texts)
