@@ -73,9 +73,9 @@ def to_record_batch(frame: pd.DataFrame, metrics: tuple | None, schema: pa.Schem
     rows null) in `schema`. NaN becomes null, as in mapInPandas's own conversion."""
     n = len(frame)
     columns = [pa.Array.from_pandas(frame[f.name], type=f.type) for f in schema if f.name in frame]
-    values = metrics if metrics is not None else (None,) * len(METRIC_COLUMNS)
-    columns += [pa.array([v] + [None] * (n - 1) if n else [], type=schema.field(c).type)
-                for c, v in zip(METRIC_COLUMNS, values)]
+    for c, v in zip(METRIC_COLUMNS, metrics or (None,) * len(METRIC_COLUMNS)):
+        t = schema.field(c).type
+        columns.append(pa.nulls(n, t) if v is None else pa.concat_arrays([pa.array([v], t), pa.nulls(n - 1, t)]))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
@@ -114,8 +114,9 @@ class Scorer:
         workload = self.workload
 
         def prepare(batch: pa.RecordBatch):
+            frame = to_frame(batch)  # outside udf_seconds, like the conversions after `finish`
             t0 = time.perf_counter()
-            return workload.prepare(runtime, to_frame(batch)), time.perf_counter() - t0
+            return workload.prepare(runtime, frame), time.perf_counter() - t0
 
         progress = ProgressReporter(spec.progress, partition, attempt)
         prepared = ahead(batches, prepare) if spec.overlap else map(prepare, batches)
