@@ -90,7 +90,7 @@ class Duplicates:
 
     def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
         invalid, (left, right) = self.checked_texts(frame)
-        ok = np.array([r is None for r in invalid], dtype=bool)
+        ok = invalid == None  # noqa: E711 - elementwise on an object array
         return Prepared(frame, invalid, ok, tasks.tokenize_pairs(runtime, left[ok].tolist(), right[ok].tolist()))
 
     def finish(self, runtime, prepared: Prepared, token_budget: int,
@@ -147,7 +147,7 @@ class QueryIntent:
 
     def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
         invalid, (queries,) = self.checked_texts(frame)
-        ok = np.array([r is None for r in invalid], dtype=bool)
+        ok = invalid == None  # noqa: E711 - elementwise on an object array
         return Prepared(frame, invalid, ok, tasks.tokenize_texts(runtime, queries[ok].tolist()))
 
     def finish(self, runtime, prepared: Prepared, token_budget: int,
