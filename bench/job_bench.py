@@ -64,21 +64,26 @@ def measured(main, *, frame, work: Path, name: str, model: Path, partitions: int
 
 
 def passthrough_seconds(spark, *, input: Path, output: Path | None, workload, partitions: int) -> float:
-    """The job's plan (read, id counts, repartition, mapInPandas, partitioned write) with no model;
-    with no `output`, Spark's `noop` sink instead of the write: read + Arrow alone."""
-    import pandas as pd
+    """The job's plan (read, id counts, repartition, mapInArrow with the scorer's conversion to
+    pandas and back, partitioned write) with no model; with no `output`, Spark's `noop` sink
+    instead of the write: read + Arrow alone."""
+    import numpy as np
+    import pyarrow as pa
     from pyspark.sql import functions as F
 
     from jobs import io as job_io
+    from udfs.scorer import to_frame
 
-    def identity(frames):
-        for frame in frames:
-            yield pd.DataFrame({workload.id_column: frame[workload.id_column], "score": 0.0})
+    def identity(batches):
+        for batch in batches:
+            frame = to_frame(batch)
+            yield pa.RecordBatch.from_arrays([pa.Array.from_pandas(frame[workload.id_column], type=pa.string()),
+                                              pa.array(np.zeros(len(frame)))], names=[workload.id_column, "score"])
 
     raw = job_io.read_input(spark, str(input), "parquet")
     df = job_io.prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
     raw.count()
-    out = (df.repartition(partitions).mapInPandas(identity, f"{workload.id_column} string, score double")
+    out = (df.repartition(partitions).mapInArrow(identity, f"{workload.id_column} string, score double")
            .withColumn("run_date", F.lit(RUN_DATE)))
     t0 = time.perf_counter()
     if output is None:

@@ -85,7 +85,7 @@ class DistinctPlan:
         if not counts.to_score:  # everything cached: no engine is loaded at all
             return spark.createDataFrame([], scoring.output_ddl())
         todo = self.units.where(F.col("_cached_tokens").isNull()).select("_key", "_a", "_b")
-        scored = observe(resources.map_in_pandas(todo.repartition(self.partitions, "_key"), Scorer(spec, scoring),
+        scored = observe(resources.map_in_arrow(todo.repartition(self.partitions, "_key"), Scorer(spec, scoring),
                                                  output_ddl(scoring))).drop(*METRIC_COLUMNS)
         if staging:
             scored.write.parquet(staging)

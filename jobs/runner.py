@@ -218,7 +218,7 @@ def _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start, 
     observation = Observation("accel_scoring")
     with Progress(spark, rows_in, cfg.progress_seconds, out_stream) as progress:
         spec = dataclasses.replace(spec, progress=progress.address)
-        scored = resources.map_in_pandas(df, Scorer(spec, workload), output_ddl(workload))
+        scored = resources.map_in_arrow(df, Scorer(spec, workload), output_ddl(workload))
         scored = scored.observe(observation, *_row_metrics(F), *_engine_metrics(F))
         io.write_scores(scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
         m = observation.get

@@ -2,7 +2,7 @@
 
 Reading, checking, the distinct and the join back, and writing need no GPU or NeuronCore, yet
 `spark.task.resource.<r>.amount` makes every task of every stage hold one. From Spark 4.0 a
-DataFrame stage can carry its own ResourceProfile (`DataFrame.mapInPandas(..., profile=)`), so
+DataFrame stage can carry its own ResourceProfile (`DataFrame.mapInArrow(..., profile=)`), so
 the job puts the accelerator on the scoring stage's profile alone. What Spark 4.0 accepts (its
 messages; measured on 4.0.2 standalone and local, README.md "Stage-level scheduling"):
 
@@ -28,7 +28,7 @@ from typing import Mapping
 
 CHOICES = ("auto", "off")
 SCORING_PREFIX = "spark.accelScoring.scoring."
-FIRST_SPARK = (4, 0)  # DataFrame.mapInPandas takes profile= from Spark 4.0
+FIRST_SPARK = (4, 0)  # DataFrame.mapInArrow takes profile= from Spark 4.0
 
 
 class ConfError(ValueError):
@@ -73,13 +73,13 @@ class ScoringResources:
             treqs.cpus(self.task["cpus"])
         return builder.require(treqs).build
 
-    def map_in_pandas(self, df, func, schema):
-        """`df.mapInPandas(func, schema)` with the scoring profile, the one call site both plans use
-        (Spark 3.5's mapInPandas has no `profile` parameter at all)."""
+    def map_in_arrow(self, df, func, schema):
+        """`df.mapInArrow(func, schema)` with the scoring profile, the one call site both plans use
+        (Spark 3.5's mapInArrow has no `profile` parameter at all)."""
         profile = self.profile
         if profile is None:
-            return df.mapInPandas(func, schema)
-        return df.mapInPandas(func, schema, profile=profile)
+            return df.mapInArrow(func, schema)
+        return df.mapInArrow(func, schema, profile=profile)
 
     def summary(self) -> dict:
         return dataclasses.asdict(self)

@@ -82,3 +82,30 @@ def test_pad_equals_writing_each_row_on_its_own():
         assert np.array_equal(feed["input_ids"], want_ids) and np.array_equal(feed["token_type_ids"], want_types)
         assert np.array_equal(feed["attention_mask"], want_mask)
         assert all(v.dtype == np.int64 for v in feed.values())
+
+
+def _per_row_plan(lengths, token_budget, max_seq_len, pad_multiple):
+    """The dynamic plan stepped row by row: the rule plan_batches implements with one search a batch."""
+    order = np.lexsort((np.arange(len(lengths)), lengths))
+    plan, start = [], 0
+    while start < len(order):
+        end, seq = start, 0
+        while end < len(order):
+            seq_next = min(round_up(int(lengths[order[end]]), pad_multiple), max(max_seq_len, pad_multiple))
+            if end > start and seq_next * (end - start + 1) > token_budget:
+                break
+            seq, end = seq_next, end + 1
+        plan.append((order[start:end].tolist(), seq, end - start))
+        start = end
+    return plan
+
+
+def test_dynamic_plan_equals_stepping_row_by_row():
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        lengths = rng.integers(0 if trial % 5 == 0 else 1, int(rng.choice([4, 40, 600])), int(rng.integers(0, 200)))
+        budget, max_seq_len = int(rng.choice([-1, 0, 8, 64, 2048])), int(rng.choice([1, 16, 512]))
+        pad_multiple = int(rng.choice([1, 8]))
+        got = [(b.rows.tolist(), b.seq_len, b.batch_size)
+               for b in plan_batches(lengths, budget, max_seq_len=max_seq_len, pad_multiple=pad_multiple)]
+        assert got == _per_row_plan(lengths, budget, max_seq_len, pad_multiple)

@@ -31,29 +31,31 @@ def plan_batches(lengths: np.ndarray, token_budget: int, *, max_seq_len: int, pa
     """Cut rows into device batches. Every row appears in exactly one batch."""
     lengths = np.asarray(lengths, dtype=np.int64)
     order = np.lexsort((np.arange(len(lengths)), lengths))
+    # Each row's padded length in feeding order (dynamic engines): ascending, like the rows.
+    padded = np.minimum(-(-lengths[order] // pad_multiple) * pad_multiple, max(max_seq_len, pad_multiple))
     batches: list[DeviceBatch] = []
     start = 0
     while start < len(order):
         if static:
             batch = _static_batch(order, lengths, start, buckets)
         else:
-            batch = _dynamic_batch(order, lengths, start, token_budget, max_seq_len, pad_multiple)
+            batch = _dynamic_batch(order, padded, start, token_budget)
         batches.append(batch)
         start += len(batch.rows)
     return batches
 
 
-def _dynamic_batch(order, lengths, start, token_budget, max_seq_len, pad_multiple) -> DeviceBatch:
-    # Rows are ascending, so the last row taken sets the padded length.
-    end = start
-    seq = 0
-    while end < len(order):
-        seq_next = min(round_up(int(lengths[order[end]]), pad_multiple), max(max_seq_len, pad_multiple))
-        if end > start and seq_next * (end - start + 1) > token_budget:
-            break
-        seq = seq_next
-        end += 1
-    return DeviceBatch(order[start:end], seq, end - start)
+def _dynamic_batch(order, padded, start, token_budget) -> DeviceBatch:
+    """The rows from `start` on while the batch's padded size fits the budget (at least one).
+
+    The last row taken sets the padded length, so a batch ending at row i has padded[i] x its
+    rows tokens, which never falls as i grows: the batch ends before the first i over budget,
+    found in one search over the rows that could fit instead of a Python step per row."""
+    first = int(padded[start])
+    could_fit = len(padded) - start if first == 0 else max(token_budget // first + 1, 1)
+    sizes = padded[start:start + could_fit] * np.arange(1, min(could_fit, len(padded) - start) + 1)
+    count = max(int(np.searchsorted(sizes, token_budget, side="right")), 1)
+    return DeviceBatch(order[start:start + count], int(padded[start + count - 1]), count)
 
 
 def _static_batch(order, lengths, start, buckets) -> DeviceBatch:
@@ -76,15 +78,16 @@ def pad(ids: list[np.ndarray], type_ids: list[np.ndarray], batch: DeviceBatch) -
     The batch's rows are joined once and written through the mask in one step, instead of a
     slice assignment per row."""
     shape = (batch.batch_size, batch.seq_len)
-    rows = batch.rows
-    lengths = np.fromiter((len(ids[r]) for r in rows), dtype=np.int64, count=len(rows))
+    rows = batch.rows.tolist()
+    row_ids = [ids[r] for r in rows]
+    lengths = np.fromiter(map(len, row_ids), dtype=np.int64, count=len(rows))
     mask = np.zeros(shape, dtype=np.int64)
     real = np.arange(batch.seq_len) < lengths[:, None]
     mask[: len(rows)][real] = 1
     input_ids = np.zeros(shape, dtype=np.int64)
     token_types = np.zeros(shape, dtype=np.int64)
     if len(rows):
-        input_ids[: len(rows)][real] = np.concatenate([ids[r] for r in rows])
+        input_ids[: len(rows)][real] = np.concatenate(row_ids)
         token_types[: len(rows)][real] = np.concatenate([type_ids[r] for r in rows])
     if len(rows) < batch.batch_size:
         mask[len(rows):, 0] = 1  # filler rows attend to one token, so no row is all-masked

@@ -3,7 +3,7 @@ after each Arrow batch, one UDP datagram to the driver with the rows this task a
 scored so far.
 
 Spark reports a Python UDF's row counts only when its task ends (accumulators and the
-MapInPandas SQL metrics alike), so a run with two partitions could only say 0%, 50%, 100%.
+MapInArrow SQL metrics alike), so a run with two partitions could only say 0%, 50%, 100%.
 A datagram costs the worker one non-blocking send and can never fail or slow a task: when the
 driver cannot be reached the progress line stands still and the run summary, counted by Spark,
 is exact all the same.

@@ -1,9 +1,14 @@
-"""The function Spark runs per partition (`DataFrame.mapInPandas`): glue, not logic.
+"""The function Spark runs per partition (`DataFrame.mapInArrow`): glue, not logic.
 
 It binds this task's device, takes the worker's cached runtime (loading it on first use),
 scores each Arrow batch with the job's workload, and appends a few metric columns that the
 job aggregates into the run summary and then drops. `_m_batch` times each batch, for the
 run report's per-task durations and rows over time (jobs/timeline.py).
+
+The workloads work on pandas frames, but the Arrow batches in and out are the scorer's own
+(`to_frame`, `to_record_batch`): mapInPandas would convert an array column such as top_k one
+element at a time in Python (pyspark 3.5's `_create_converter_from_pandas`), while a column the
+workload hands over as Arrow (a pandas ArrowDtype column) goes into the batch as it is.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import time
 from typing import Iterator
 
 import pandas as pd
+import pyarrow as pa
 
 from udfs import faults, imds
 from udfs.cache import WORKER_CACHE
@@ -49,18 +55,45 @@ def output_ddl(workload) -> str:
     return f"{workload.output_ddl()}, {METRIC_DDL}"
 
 
-class Scorer:
-    """The per-partition function for `df.mapInPandas(scorer, output_ddl(workload))`.
+def output_schema(workload) -> pa.Schema:
+    """The Arrow schema Spark reads the scorer's batches with: pyspark's own mapping of
+    `output_ddl`, whose parser needs the driver's Spark (a Scorer is built there)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import _parse_datatype_string
 
-    A plain top-level class, so Spark pickles it by reference with only the small spec and
-    workload as state; the worker-wide cache is reached through its module, never pickled.
+    return to_arrow_schema(_parse_datatype_string(output_ddl(workload)))
+
+
+def to_frame(batch: pa.RecordBatch) -> pd.DataFrame:
+    """An input Arrow batch as the workloads read it (what mapInPandas hands its function)."""
+    return batch.to_pandas()
+
+
+def to_record_batch(frame: pd.DataFrame, metrics: tuple | None, schema: pa.Schema) -> pa.RecordBatch:
+    """The workload's output frame and this batch's metric values (on the first row; the other
+    rows null) in `schema`. NaN becomes null, as in mapInPandas's own conversion."""
+    n = len(frame)
+    columns = [pa.Array.from_pandas(frame[f.name], type=f.type) for f in schema if f.name in frame]
+    for c, v in zip(METRIC_COLUMNS, metrics or (None,) * len(METRIC_COLUMNS)):
+        t = schema.field(c).type
+        columns.append(pa.nulls(n, t) if v is None else pa.concat_arrays([pa.array([v], t), pa.nulls(n - 1, t)]))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+class Scorer:
+    """The per-partition function for `df.mapInArrow(scorer, output_ddl(workload))`.
+
+    A plain top-level class, so Spark pickles it by reference with only the small spec,
+    workload and output schema as state; the worker-wide cache is reached through its module,
+    never pickled.
     """
 
     def __init__(self, spec: ScorerSpec, workload):
         self.spec = spec
         self.workload = workload
+        self.schema = output_schema(workload)
 
-    def __call__(self, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         spec = self.spec
@@ -83,28 +116,27 @@ class Scorer:
         }, sort_keys=True)
         workload = self.workload
 
-        def prepare(frame: pd.DataFrame):
+        def prepare(batch: pa.RecordBatch):
+            frame = to_frame(batch)  # outside udf_seconds, like the conversions after `finish`
             t0 = time.perf_counter()
             return workload.prepare(runtime, frame), time.perf_counter() - t0
 
         progress = ProgressReporter(spec.progress, partition, attempt)
-        prepared = ahead(frames, prepare) if spec.overlap else map(prepare, frames)
+        prepared = ahead(batches, prepare) if spec.overlap else map(prepare, batches)
         try:
             for batch, prepare_seconds in prepared:
                 t0 = time.perf_counter()
                 out, scored = workload.finish(runtime, batch, spec.batch_tokens, progress.partial)
                 udf_seconds = prepare_seconds + time.perf_counter() - t0
-                metrics = {c: pd.Series([None] * len(out), dtype=object) for c in METRIC_COLUMNS}
+                metrics = None
                 if len(out):
                     stats = scored.stats
-                    for col, value in zip(METRIC_COLUMNS, (stats.real_tokens, stats.padded_tokens, int(loaded),
-                                                           stats.engine_seconds, stats.retries, worker,
-                                                           stats.tokenize_seconds, udf_seconds,
-                                                           json.dumps([partition, attempt, started, time.time(), len(out)]))):
-                        metrics[col].iloc[0] = value
+                    metrics = (stats.real_tokens, stats.padded_tokens, int(loaded), stats.engine_seconds,
+                               stats.retries, worker, stats.tokenize_seconds, udf_seconds,
+                               json.dumps([partition, attempt, started, time.time(), len(out)]))
                     loaded = False
                 progress.add(len(out))
-                yield out.assign(**metrics)
+                yield to_record_batch(out, metrics, self.schema)
                 faults.maybe_inject(ctx)  # test-only; here, a task has handed Spark some output rows
         finally:
             progress.close()

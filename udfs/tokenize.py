@@ -54,7 +54,7 @@ class Encoded:
 
     @property
     def lengths(self) -> np.ndarray:
-        return np.fromiter((len(x) for x in self.ids), dtype=np.int64, count=len(self.ids))
+        return np.fromiter(map(len, self.ids), dtype=np.int64, count=len(self.ids))
 
 
 class TextEncoder:

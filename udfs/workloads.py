@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from udfs import heads, tasks, validate
 
@@ -16,9 +17,9 @@ COMMON_COLUMNS = "model string, status string, error string, truncated boolean"
 def _status(frame_len: int, invalid: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     status = np.full(frame_len, "ok", dtype=object)
     error = np.full(frame_len, None, dtype=object)
-    bad_engine = np.array([e is not None for e in errors], dtype=bool)
+    bad_engine = errors != None  # noqa: E711 - elementwise on an object array
     status[bad_engine], error[bad_engine] = "error", errors[bad_engine]
-    bad_input = np.array([r is not None for r in invalid], dtype=bool)
+    bad_input = invalid != None  # noqa: E711
     status[bad_input], error[bad_input] = "invalid_input", invalid[bad_input]
     return status, error
 
@@ -89,7 +90,7 @@ class Duplicates:
 
     def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
         invalid, (left, right) = self.checked_texts(frame)
-        ok = np.array([r is None for r in invalid], dtype=bool)
+        ok = invalid == None  # noqa: E711 - elementwise on an object array
         return Prepared(frame, invalid, ok, tasks.tokenize_pairs(runtime, left[ok].tolist(), right[ok].tolist()))
 
     def finish(self, runtime, prepared: Prepared, token_budget: int,
@@ -146,7 +147,7 @@ class QueryIntent:
 
     def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
         invalid, (queries,) = self.checked_texts(frame)
-        ok = np.array([r is None for r in invalid], dtype=bool)
+        ok = invalid == None  # noqa: E711 - elementwise on an object array
         return Prepared(frame, invalid, ok, tasks.tokenize_texts(runtime, queries[ok].tolist()))
 
     def finish(self, runtime, prepared: Prepared, token_budget: int,
@@ -170,15 +171,28 @@ class QueryIntent:
         return out, scored
 
 
-def intents(logits: np.ndarray, good: np.ndarray, labels: tuple[str, ...], k: int) -> tuple[np.ndarray, np.ndarray, list]:
-    """intent, confidence and top_k columns from logits; None/NaN where `good` is False."""
-    intent = np.full(len(logits), None, dtype=object)
-    confidence = np.full(len(logits), np.nan)
-    top: list = [None] * len(logits)  # a list: numpy would turn equal-length lists into a 2-D array
+TOP_K_TYPE = pa.list_(pa.struct([("label", pa.string()), ("score", pa.float64())]))
+
+
+def intents(logits: np.ndarray, good: np.ndarray, labels: tuple[str, ...],
+            k: int) -> tuple[np.ndarray, np.ndarray, pd.arrays.ArrowExtensionArray]:
+    """intent, confidence and top_k columns from logits; None/NaN where `good` is False.
+
+    top_k is built as one Arrow list-of-structs array from the [rows, k] label indices and
+    probabilities (udfs/scorer.py passes it to Spark as it is), not as a dict per label per row."""
+    n = len(logits)
+    intent = np.full(n, None, dtype=object)
+    confidence = np.full(n, np.nan)
+    order = np.zeros((0, 0), dtype=np.int64)
+    probs = np.zeros((0, 0))
     if good.any():
         order, probs = heads.top_k(logits[good], labels, k)
-        intent[good] = [labels[i] for i in order[:, 0]]
+        intent[good] = np.asarray(labels, dtype=object)[order[:, 0]]
         confidence[good] = probs[:, 0]
-        for row, o, ps in zip(np.flatnonzero(good), order, probs):
-            top[row] = [{"label": labels[i], "score": float(p)} for i, p in zip(o, ps)]
-    return intent, confidence, top
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.where(good, order.shape[1], 0), out=offsets[1:])
+    entries = pa.StructArray.from_arrays(
+        [pa.array(labels, pa.string()).take(pa.array(order.ravel())), pa.array(probs.ravel(), pa.float64())],
+        names=["label", "score"])
+    top = pa.ListArray.from_arrays(pa.array(offsets), entries, type=TOP_K_TYPE, mask=pa.array(~good))
+    return intent, confidence, pd.arrays.ArrowExtensionArray(top)
