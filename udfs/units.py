@@ -29,9 +29,10 @@ KEY_VERSION = 2  # bump when anything a result depends on, or the key's encoding
 INVALID = "_invalid"
 TOP_K_DDL = "array<struct<label: string, score: double>>"
 # The result columns of each artifact task's unit, as the cache stores them. An embedding is its
-# float32 values as little-endian bytes (`embedding_bytes`): pyspark converts an array column
-# from pandas one element at a time in Python, about 20 s per 89,000 384-wide embeddings on one
-# core, while bytes cross Arrow in one copy (docs/performance.md).
+# float32 values as little-endian bytes (`embedding_bytes`), chosen when the scorer still went
+# through mapInPandas, which converts an array column from pandas one element at a time in Python
+# (about 20 s per 89,000 384-wide embeddings on one core, docs/performance.md); it stays the
+# cache's format (VALUE_FORMAT), one buffer per batch in Arrow and Parquet.
 VALUE_DDL = {
     "pair-classification": "score double",
     "text-classification": f"intent string, confidence double, top_k {TOP_K_DDL}",
