@@ -26,13 +26,19 @@ def round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
 
+def padded_length(lengths, pad_multiple: int, max_seq_len: int):
+    """What a dynamic engine pads rows of these lengths to: up to the multiple, never past the
+    longest the artifact takes (a scalar, or elementwise over an array)."""
+    return np.minimum(round_up(lengths, pad_multiple), max(max_seq_len, pad_multiple))
+
+
 def plan_batches(lengths: np.ndarray, token_budget: int, *, max_seq_len: int, pad_multiple: int = 8,
                  buckets: tuple[tuple[int, int], ...] = (), static: bool = False) -> list[DeviceBatch]:
     """Cut rows into device batches. Every row appears in exactly one batch."""
     lengths = np.asarray(lengths, dtype=np.int64)
     order = np.lexsort((np.arange(len(lengths)), lengths))
     # Each row's padded length in feeding order (dynamic engines): ascending, like the rows.
-    padded = np.minimum(-(-lengths[order] // pad_multiple) * pad_multiple, max(max_seq_len, pad_multiple))
+    padded = padded_length(lengths[order], pad_multiple, max_seq_len)
     batches: list[DeviceBatch] = []
     start = 0
     while start < len(order):
@@ -51,9 +57,9 @@ def _dynamic_batch(order, padded, start, token_budget) -> DeviceBatch:
     The last row taken sets the padded length, so a batch ending at row i has padded[i] x its
     rows tokens, which never falls as i grows: the batch ends before the first i over budget,
     found in one search over the rows that could fit instead of a Python step per row."""
-    first = int(padded[start])
-    could_fit = len(padded) - start if first == 0 else max(token_budget // first + 1, 1)
-    sizes = padded[start:start + could_fit] * np.arange(1, min(could_fit, len(padded) - start) + 1)
+    first, left = int(padded[start]), len(padded) - start
+    could_fit = left if first == 0 else min(left, max(token_budget // first + 1, 1))
+    sizes = padded[start:start + could_fit] * np.arange(1, could_fit + 1)
     count = max(int(np.searchsorted(sizes, token_budget, side="right")), 1)
     return DeviceBatch(order[start:start + count], int(padded[start + count - 1]), count)
 

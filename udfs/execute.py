@@ -16,7 +16,7 @@ import numpy as np
 
 from engines.base import Done
 from engines.errors import EngineCallError
-from udfs.batching import DeviceBatch, pad, plan_batches, round_up
+from udfs.batching import DeviceBatch, pad, padded_length, plan_batches
 from udfs.tokenize import Encoded
 
 
@@ -113,6 +113,6 @@ def _halves(batch: DeviceBatch, lengths: np.ndarray, spec) -> list[DeviceBatch]:
         if spec.static_shapes:
             parts.append(DeviceBatch(rows, batch.seq_len, batch.batch_size))
         else:
-            seq = min(round_up(int(lengths[rows].max()), spec.pad_multiple), max(spec.max_seq_len, spec.pad_multiple))
+            seq = int(padded_length(int(lengths[rows].max()), spec.pad_multiple, spec.max_seq_len))
             parts.append(DeviceBatch(rows, seq, len(rows)))
     return parts

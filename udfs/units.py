@@ -123,7 +123,7 @@ class Keyer:
         prefix = self.spec.key_prefix()
         for frame in frames:
             invalid, texts = self.workload.checked_texts(frame)
-            ok = np.array([r is None for r in invalid], dtype=bool)
+            ok = invalid == None  # noqa: E711 - elementwise on an object array
             out = {self.workload.id_column: frame[self.workload.id_column].to_numpy(), INVALID: invalid}
             for slot, unit in zip(self.spec.slots, _unit_texts(self.spec, texts)):
                 a, b = text_columns(slot)
@@ -172,7 +172,7 @@ class UnitScoring:
         else:
             scored = tasks.run_texts(runtime, tok, token_budget, progress)
         errors = np.asarray(scored.errors, dtype=object) if len(scored.errors) else np.full(len(frame), None, dtype=object)
-        good = np.array([e is None for e in errors], dtype=bool)
+        good = errors == None  # noqa: E711 - elementwise on an object array
         out = {"_key": frame["_key"].to_numpy()}
         if self.spec.task == "pair-classification":
             out["score"] = np.where(good, scored.values, np.nan)
