@@ -54,6 +54,7 @@ class Engine(abc.ABC):
     device_kind: ClassVar[str] = "cpu"  # Device.kind it runs on
     device_words: ClassVar[str] = "CPU"  # that device in messages
     spark_resource: ClassVar[str | None] = None  # spark.executor.resource.<name> that assigns the device
+    runs_on_cpu: ClassVar[bool] = False  # an accelerator engine that also takes `--device cpu` (same artifact)
     # What the scoring stage's ResourceProfile asks of that resource when the job's Spark conf
     # names no amount (jobs/stage_resources.py): one device per executor and one per task.
     spark_executor_amount: ClassVar[int] = 1

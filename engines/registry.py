@@ -15,7 +15,8 @@ import warnings
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
 
-ENGINE_MODULES = ("engines.onnxruntime_cpu", "engines.torch_engine", "engines.tensorrt", "engines.neuron")
+ENGINE_MODULES = ("engines.onnxruntime_cpu", "engines.torch_engine", "engines.tensorrt", "engines.torch_cuda",
+                  "engines.neuron")
 CPU_FALLBACK = "onnx"  # what `--backend auto` runs an artifact's model.onnx with when no accelerator is there
 
 _ENGINES: dict[str, type] = {}
@@ -105,8 +106,9 @@ def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
                               f"({manifest.backend}) falls back to ONNX Runtime on the CPU", BackendFallbackWarning,
                               stacklevel=2)
                 return CPU_FALLBACK
-            cpu = f"pass --backend {CPU_FALLBACK} to run its model.onnx on the CPU" if has_onnx else \
-                f"compile an {CPU_FALLBACK} artifact for the CPU (this one carries no model.onnx)"
+            cpu = (f"pass --backend {CPU_FALLBACK} to run its model.onnx on the CPU" if has_onnx else
+                   f"pass --backend {cls.backend} --device cpu to run it on the CPU" if cls.runs_on_cpu else
+                   f"compile an {CPU_FALLBACK} artifact for the CPU (this one carries no model.onnx)")
             raise ArtifactError(
                 f"artifact {manifest.model_id} was compiled for backend {manifest.backend!r}, which needs a {what}, "
                 f"and none was found ({hw}); request one for the executors "

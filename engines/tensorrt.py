@@ -26,6 +26,7 @@ import numpy as np
 from engines import parity, trt_build
 from engines.artifact import sha256_file
 from engines.base import Engine, EngineSpec
+from engines.cuda_slots import Slot
 from engines.errors import EngineCallError, EngineUnavailableError, ParityError, TargetMismatchError
 from engines.hardware import cuda_ordinal, number_gpus_like_nvidia_smi
 
@@ -91,29 +92,8 @@ def aligned(elements: int, itemsize: int) -> int:
     return -(-elements // step) * step
 
 
-class _Slot:
-    """One set of flat staging and device buffers; two slots let one batch copy while another computes."""
-
-    def __init__(self, torch, device):
-        self.torch, self.device = torch, device
-        self.host: dict = {}
-        self.dev: dict = {}
-        self.copied = torch.cuda.Event()
-        self.done = torch.cuda.Event()
-        self.used = False
-        self.pending = None
-
-    def ensure(self, sizes: Mapping[str, int], dtypes: Mapping[str, object]) -> None:
-        """At least sizes[name] elements of dtypes[name] for every tensor, on the host and the device."""
-        torch = self.torch
-        for name, size in sizes.items():
-            if name not in self.dev or self.dev[name].numel() < size:
-                self.host[name] = torch.empty(size, dtype=dtypes[name], pin_memory=True)
-                self.dev[name] = torch.empty(size, dtype=dtypes[name], device=self.device)
-
-
 class _Pending:
-    def __init__(self, slot: _Slot, output: str, parts: list[tuple[int, int]], stride: int, width: int):
+    def __init__(self, slot: Slot, output: str, parts: list[tuple[int, int]], stride: int, width: int):
         self.slot, self.output, self.parts, self.stride, self.width = slot, output, parts, stride, width
         self._value = None
 
@@ -189,7 +169,7 @@ class TensorRTEngine(Engine):
         self._out_width = int(self._engine.get_tensor_shape(self._output)[-1])
         self._compute = torch.cuda.Stream(device=self._cuda)  # not the default stream, which waits for all others
         self._copy = torch.cuda.Stream(device=self._cuda)
-        self._slots = [_Slot(torch, self._cuda), _Slot(torch, self._cuda)]
+        self._slots = [Slot(torch, self._cuda), Slot(torch, self._cuda)]
         self._next_slot = 0
         self._active_profile = None
         self._gate_parity()
@@ -208,12 +188,8 @@ class TensorRTEngine(Engine):
         torch = self._torch
         n, seq = feed[self.manifest.inputs[0]].shape
         index = trt_build.profile_index(self.profiles, seq)
-        slot = self._slots[self._next_slot]
+        slot = self._slots[self._next_slot].claim()
         self._next_slot ^= 1
-        if slot.pending is not None:
-            slot.pending.result()  # its outputs are read before the buffers are reused
-        if slot.used:
-            slot.done.synchronize()
         out = self._output
         parts = chunks(n, self.profiles[index].max_batch)
         dtypes = {**self._dtypes, out: self._out_dtype}

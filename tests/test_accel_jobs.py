@@ -130,3 +130,24 @@ def test_explicit_tensorrt_without_a_gpu_fails_with_a_clear_error(spark, compile
                          model=compile_artifact("pair-classification", "tensorrt"), run_date="2026-02-05")
     assert rc == 1
     assert "EngineUnavailableError" in err and "backend tensorrt needs" in err
+
+
+@pytest.mark.parametrize("task, precision", [("pair-classification", "fp16"), ("embedding", "bf16")])
+def test_torch_cuda_job_on_the_cpu_scores_like_the_onnx_artifact(spark, compile_artifact, pairs, tmp_path, capsys,
+                                                                  task, precision):
+    """The GPU backend's artifact through the whole job, on this machine's CPU (`--device cpu`): the
+    cross-encoder per Arrow batch, the bi-encoder through the run-level plan."""
+    path, df = pairs
+    runs = {}
+    for backend, flags in (("onnx", {}), ("torch-cuda", {"device": "cpu", "precision": precision})):
+        device = flags.pop("device", None)
+        model = compile_artifact(task, backend, **flags)
+        rc, summary, err = run_job(main, capsys, input=path, output=tmp_path / backend, model=model,
+                                   run_date="2026-02-06", backend=backend, **({"device": device} if device else {}))
+        assert rc == 0, err
+        runs[backend] = (summary, read_partition(tmp_path / backend, "2026-02-06").set_index("pair_id").loc[df.pair_id])
+    summary, got = runs["torch-cuda"]
+    assert summary["backend"] == "torch-cuda" and summary["devices"] == ["cpu"] and summary["ok"] == len(df)
+    want = runs["onnx"][1]
+    assert (got.status == want.status).all()
+    np.testing.assert_allclose(got.score.to_numpy(), want.score.to_numpy(), atol=0.01)

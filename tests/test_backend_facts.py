@@ -27,12 +27,12 @@ def test_the_registry_and_its_readers_import_no_framework():
 def test_the_shipped_backends_declare_their_facts():
     # Test doubles that declare a backend (tests/fakes.py) register too, after the shipped ones.
     shipped = [b for b in registry.backends() if registry.engine_class(b).__module__ in registry.ENGINE_MODULES]
-    assert shipped == ["onnx", "torch", "tensorrt", "neuronx", "neuron"]
-    assert registry.backends()[:5] == tuple(shipped)
+    assert shipped == ["onnx", "torch", "tensorrt", "torch-cuda", "neuronx", "neuron"]
+    assert registry.backends()[:6] == tuple(shipped)
     assert registry.spark_resources() == {"cuda": "gpu", "neuron": "neuroncore"}
     assert registry.canonical_backend("torchscript") == "torch"
     assert [registry.engine_class(b).precisions[0] for b in shipped] == \
-        ["fp32", "fp32", "fp16", "bf16", "bf16"]
+        ["fp32", "fp32", "fp16", "fp16", "bf16", "bf16"]
 
 
 class FakeStage(Stage):
@@ -98,7 +98,7 @@ def test_a_new_engine_subclass_is_a_backend_everywhere(fake_backend, tmp_path):
 
 
 def test_every_shipped_backend_has_a_compile_stage():
-    for backend in ("onnx", "torch", "tensorrt", "neuronx", "neuron"):
+    for backend in ("onnx", "torch", "tensorrt", "torch-cuda", "neuronx", "neuron"):
         assert isinstance(stage_for(backend), Stage)
 
 

@@ -85,3 +85,19 @@ def test_pair_artifact_is_refused(spark, compile_artifact, tmp_path, capsys):
     rc, _, err = run_job(main, capsys, input=tmp_path / "nothing", output=tmp_path / "out",
                          model=compile_artifact("pair-classification"))
     assert rc == 2 and "needs one of ('text-classification',)" in err
+
+
+def test_torch_cuda_artifact_on_the_cpu_gives_the_onnx_intents(spark, compile_artifact, queries, tmp_path, capsys):
+    """The GPU backend's artifact through the intent job on this machine's CPU (`--device cpu`)."""
+    queries.to_parquet(tmp_path / "q.parquet")
+    outs = {}
+    for backend, model, extra in (("onnx", compile_artifact("text-classification"), {}),
+                                  ("torch-cuda", compile_artifact("text-classification", "torch-cuda", precision="bf16"),
+                                   {"device": "cpu"})):
+        rc, summary, err = run_job(main, capsys, input=tmp_path / "q.parquet", output=tmp_path / backend, model=model,
+                                   run_date="2026-02-07", backend=backend, max_invalid_fraction=0.1, **extra)
+        assert rc == 0 and summary["backend"] == backend, err
+        outs[backend] = read_partition(tmp_path / backend, "2026-02-07").sort_values("query_id").reset_index(drop=True)
+    got, want = outs["torch-cuda"], outs["onnx"]
+    assert (got.status == want.status).all() and (got.intent.fillna("") == want.intent.fillna("")).all()
+    np.testing.assert_allclose(got.confidence.fillna(-1), want.confidence.fillna(-1), atol=0.02)
