@@ -50,7 +50,8 @@ def bind_device(backend: str, explicit: str | None, resources: dict[str, list[st
     """The task's device for `backend`: its Spark resource address, else `explicit`, else the default.
 
     A backend on the CPU takes `explicit` as given; an accelerated one refuses a device of
-    another kind and, with neither, runs on its runtime's default device.
+    another kind (but `cpu` where it also runs there) and, with neither, runs on its runtime's
+    default device.
     """
     engine = registry.engine_class(backend)
     if engine.spark_resource:
@@ -59,7 +60,8 @@ def bind_device(backend: str, explicit: str | None, resources: dict[str, list[st
             return Device(engine.device_kind, addresses[0])
     if explicit:
         device = parse_device(explicit)
-        if engine.spark_resource and device.kind != engine.device_kind:
-            raise ValueError(f"--device {explicit} does not fit backend {backend}, which runs on {engine.device_kind}:N")
+        if engine.spark_resource and device.kind not in (engine.device_kind, "cpu" if engine.runs_on_cpu else None):
+            where = f"{engine.device_kind}:N" + (" or cpu" if engine.runs_on_cpu else "")
+            raise ValueError(f"--device {explicit} does not fit backend {backend}, which runs on {where}")
         return device
     return Device(engine.device_kind)
