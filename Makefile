@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 DEMO_ROWS ?= 10000
 
-.PHONY: venv spark-conf demo test s3a-jars package bench bench-commit bench-int8 ray-venv clean
+.PHONY: venv spark-conf demo test s3a-jars package bench bench-commit bench-int8 ray-venv device-kit clean
 
 include emr/package.mk emr/airflow.mk
 
@@ -74,6 +74,13 @@ bench bench-commit: $(STAMP)
 # out/bench/results/int8.{json,md}; BENCH_COMMIT=1 writes the committed bench/results/ instead.
 bench-int8: $(STAMP)
 	$(PY) -m bench.int8 $(if $(BENCH_COMMIT),--commit)
+
+# What bench/device_check.sh takes to a GPU machine that reaches no package index (bench/device_kit.py):
+# out/device-kit, MiniLM with fp16 weights and flash-tokenizer's wheel for that machine's Python
+# (DEVICE_PYTHON); prints its size and the checkout's, which travel together.
+DEVICE_PYTHON ?= 3.12
+device-kit: $(STAMP)
+	$(PY) -m bench.device_kit --out out/device-kit --device-python $(DEVICE_PYTHON)
 
 # Ray Data is one of the benchmark's peers. It gets a venv of its own (its pins are not the
 # project's), which borrows torch and transformers from .venv through a .pth file. If it cannot

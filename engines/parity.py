@@ -13,6 +13,7 @@ one it passed on (`check_stored_scores`).
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -216,6 +217,31 @@ def judge_scores(task: str, precision: str, ref: np.ndarray, got: np.ndarray, si
     return record
 
 
+@dataclasses.dataclass(frozen=True)
+class ScoreRows:
+    """Scored rows as engine feeds with the reference's outputs: computed once, judged per engine."""
+
+    task: str
+    feeds: list
+    refs: list
+    sides: np.ndarray | None
+
+    def judge(self, infer, precision: str, *, threshold: float = 0.5, positive_label: int | None = None) -> dict:
+        """judge_scores for `infer`'s outputs on these rows."""
+        got = np.concatenate([np.asarray(infer(feed)) for feed in self.feeds])
+        return judge_scores(self.task, precision, np.concatenate(self.refs), got, self.sides, threshold=threshold,
+                            positive_label=positive_label)
+
+
+def score_rows(module, tokenizer, task: str, max_seq_len: int, rows: list | None = None) -> ScoreRows:
+    """`rows` (default `probes.scored_rows(task)`) encoded and run through the reference module."""
+    rows = list(rows if rows is not None else probes.scored_rows(task))
+    if len(rows) < MIN_SCORE_ROWS:
+        raise ValueError(f"a parity check on scores needs at least {MIN_SCORE_ROWS} rows, got {len(rows)}")
+    feeds, sides = _score_feeds(tokenizer, task, rows, max_seq_len)
+    return ScoreRows(task, feeds, reference_outputs(module, feeds), sides)
+
+
 def score_check(module, engine, tokenizer, task: str, precision: str, max_seq_len: int, *, threshold: float = 0.5,
                 positive_label: int | None = None, rows: list | None = None, save_to: Path | None = None) -> dict:
     """Label agreement and p99 |score diff| between engine and reference on scored rows
@@ -224,16 +250,11 @@ def score_check(module, engine, tokenizer, task: str, precision: str, max_seq_le
     `save_to`: also write the rows' feeds and reference outputs there (SCORE_ROWS_FILE), so
     the gate can be re-run where the artifact lands (check_stored_scores).
     """
-    rows = list(rows if rows is not None else probes.scored_rows(task))
-    if len(rows) < MIN_SCORE_ROWS:
-        raise ValueError(f"a {precision} parity check needs at least {MIN_SCORE_ROWS} rows, got {len(rows)}")
-    feeds, sides = _score_feeds(tokenizer, task, rows, max_seq_len)
-    refs = reference_outputs(module, feeds)
+    reference = score_rows(module, tokenizer, task, max_seq_len, rows)
     if save_to is not None:
-        save_probes(save_to, feeds, refs, **({} if sides is None else {"sides": sides}))
-    got = np.concatenate([np.asarray(engine.infer(feed)) for feed in feeds])
-    return judge_scores(task, precision, np.concatenate(refs), got, sides, threshold=threshold,
-                        positive_label=positive_label)
+        sides = reference.sides
+        save_probes(save_to, reference.feeds, reference.refs, **({} if sides is None else {"sides": sides}))
+    return reference.judge(engine.infer, precision, threshold=threshold, positive_label=positive_label)
 
 
 def check_stored_scores(infer, folder: Path, manifest) -> dict | None:

@@ -1,10 +1,11 @@
 """The torch-cuda compile stage (engines/stage.py): a transformers BERT as engines/torch_bert.py's
 architecture file and state dict, in the artifact's precision.
 
-Checked twice here, on this machine's CPU: the module in fp32 against transformers (logits
-max |diff| <= 1e-4, embeddings cosine >= 0.9999), which proves the conversion and that this
-model has nothing torch_bert does not implement; then the written artifact in its precision
-through TorchCudaEngine on the CPU, with the gate the worker re-runs on its own GPU at load.
+Checked twice here: the module in fp32 against transformers on the CPU (logits max |diff| <=
+1e-4, embeddings cosine >= 0.9999), which proves the conversion and that this model has nothing
+torch_bert does not implement; then the written artifact in its precision through
+TorchCudaEngine, with the gate each worker re-runs on its own device at load: on this machine's
+GPU where it has one (no GPU is needed to compile), else on its CPU.
 """
 from __future__ import annotations
 
@@ -110,12 +111,16 @@ class TorchCudaStage(AcceleratedStage):
                 "min_compute_capability": list(MIN_COMPUTE_CAPABILITY[job.precision])}
 
     def validate(self, job: CompileJob, manifest) -> tuple[dict, list[str]]:
-        """The written artifact in its precision on this CPU, through the engine and its load-time gate."""
+        """The written artifact in its precision through the engine and its load-time gate, on this
+        machine's GPU where it has one, else on its CPU."""
+        import torch
+
         from engines.base import Device
         from engines.torch_cuda import TorchCudaEngine
 
-        with TorchCudaEngine(job.work, manifest, Device("cpu")) as engine:
+        device = Device("cuda", "0") if torch.cuda.is_available() else Device("cpu")
+        with TorchCudaEngine(job.work, manifest, device) as engine:
             record = dict(engine.parity_record or {})
         record["implementation_fp32"] = self.implementation
-        record["where"] = "this machine's CPU at compile time; each worker re-checks on its own device at load"
+        record["where"] = f"{device} at compile time; each worker re-checks on its own device at load"
         return record, []

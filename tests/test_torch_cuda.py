@@ -265,3 +265,25 @@ def test_the_manifest_records_what_the_worker_needs(compile_artifact):
     assert m["target"]["runtime"] == "torch" and m["target"]["torch_min"] == "2.1"
     assert m["target"]["compiled_with_torch"] == torch.__version__.split("+")[0] or \
         m["target"]["compiled_with_torch"] == torch.__version__
+
+
+# ------------------------------------------------------------------ on a real GPU (bench/device_check.sh runs these)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_on_a_gpu_graphs_and_pipelining_give_the_eager_numbers(compile_artifact, precision):
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    folder = compile_artifact("pair-classification", "torch-cuda", precision=precision)
+    m = open_artifact(folder)
+    graphs = TorchCudaEngine(folder, m, Device("cuda", "0")).load()
+    eager = TorchCudaEngine(folder, m, Device("cuda", "0"), cuda_graphs=False).load()
+    assert graphs.parity_record["passed"] and graphs.parity_record["device"] == "cuda:0"
+    rng = np.random.default_rng(5)
+    feeds = [_feed(rng, b, s, p) for b, s, p in ((5, 16, True), (64, 128, False), (7, 16, True), (33, 72, True))]
+    handles = [graphs.submit(f) for f in feeds]
+    for feed, handle in zip(feeds, handles):
+        np.testing.assert_allclose(handle.result(), eager.infer(feed), atol=1e-3)
+    assert graphs.graphs.failed is None and graphs.graphs.summary()["graphs"] >= 4
+    assert torch.cuda.memory_allocated() > 0
