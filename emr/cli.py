@@ -69,7 +69,8 @@ def _python_env() -> argparse.ArgumentParser:
                         "on every node at start (for multi-GB CUDA stacks)")
     g.add_argument("--pip-extras", default=f"{packaging.EXECUTOR_EXTRAS},gpu", help="extras for --python-env bootstrap")
     g.add_argument("--torch-index-url", metavar="URL",
-                   help="PyTorch's CUDA 12.8 wheel index, for bootstrap with a gpu extra (required then)")
+                   help="PyTorch's CUDA 12.6 wheel index: for bootstrap with a gpu extra (required then), "
+                        "and preflight --online")
     g.add_argument("--nvidia-index-url", metavar="URL",
                    help="NVIDIA's package index (TensorRT), for bootstrap with a gpu extra (required then)")
     return parent
@@ -260,14 +261,13 @@ def cmd_package(args: argparse.Namespace) -> int:
 def _preflight_env(args: argparse.Namespace) -> tuple[str, Any]:
     """What preflight checks: the archive, or what the bootstrap action would install."""
     from emr import envinfo
-    from emr.staging import GPU_REQUIREMENTS
 
     if args.python_env == "archive":
         what, read = str(args.env_archive), lambda: envinfo.load(args.env_archive)
     else:
         env = _bootstrap_env(args)
         env.check()
-        what, read = f"the bootstrap environment (--pip-extras {env.extras})", lambda: env.info(GPU_REQUIREMENTS)
+        what, read = f"the bootstrap environment (--pip-extras {env.extras})", env.info
     return what, None if args.dry_run else read()
 
 
@@ -329,7 +329,6 @@ def _check_step_env(clients: Clients, layout: L.Layout, job: Any, args: argparse
     from emr import envinfo
     from emr.bootstrap_env import ACTION_NAME, BootstrapEnv
     from emr.s3 import require_object
-    from emr.staging import GPU_REQUIREMENTS
 
     on_archive = args.python_env == "archive"
     archive = require_object(clients.s3, layout.env_archive, _STAGE_HINT) if on_archive else None
@@ -349,7 +348,7 @@ def _check_step_env(clients: Clients, layout: L.Layout, job: Any, args: argparse
     if not installs:
         raise EmrError(f"cluster {args.cluster_id} has no {ACTION_NAME} bootstrap action: it was not created "
                        "with --python-env bootstrap", exit_code=2)
-    envinfo.require_backend(BootstrapEnv.from_script_args(installs[0]).info(GPU_REQUIREMENTS), backend,
+    envinfo.require_backend(BootstrapEnv.from_script_args(installs[0]).info(), backend,
                             where, label, fix="create the cluster with --python-env bootstrap --pip-extras "
                             "aws,gpu --torch-index-url URL --nvidia-index-url URL")
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from emr import packaging
 from emr.cli import main
 from tests import moto_support
 
@@ -36,6 +37,7 @@ def sources(tmp_path: Path) -> dict[str, Path]:
         d.mkdir(parents=True)
     (dist / "accel_scoring.zip").write_bytes(b"PK zip of engines, udfs, jobs, emr")
     (dist / "accel_scoring-0.1.0-py3-none-any.whl").write_bytes(b"PK wheel")
+    packaging.write_gpu_requirements(dist)
     with tarfile.open(dist / "accel-scoring-env.tar.gz", "w:gz") as tar:
         info = tarfile.TarInfo("bin/python")
         tar.addfile(info)
@@ -287,7 +289,7 @@ def test_emr_6_release_label_is_refused_before_sending(aws, roles, capsys) -> No
 def test_create_cluster_bootstrap_installs_the_staged_gpu_requirements_from_both_indexes(staged, roles, capsys) -> None:
     import boto3
 
-    urls = ["https://torch.example.invalid/cu128", "https://nvidia.example.invalid/simple"]
+    urls = ["https://torch.example.invalid/cu126", "https://nvidia.example.invalid/simple"]
     cluster_id = _create_cluster(capsys, "--python-env", "bootstrap", "--torch-index-url", urls[0],
                                  "--nvidia-index-url", urls[1])
     actions = boto3.client("emr").list_bootstrap_actions(ClusterId=cluster_id)["BootstrapActions"]
@@ -296,7 +298,7 @@ def test_create_cluster_bootstrap_installs_the_staged_gpu_requirements_from_both
     assert install["Args"] == [PREFIX + "package/", "aws,fast,gpu", "/opt/accel-scoring/venv",
                                PREFIX + "scripts/gpu-requirements.txt", *urls]
     requirements = boto3.client("s3").get_object(Bucket="deploy", Key="accel/v1/scripts/gpu-requirements.txt")
-    assert requirements["Body"].read() == (REPO / "emr" / "docker" / "gpu-requirements.txt").read_bytes()
+    assert requirements["Body"].read() == (staged["dist"] / "gpu-requirements.txt").read_bytes()
 
 
 def test_create_cluster_bootstrap_gpu_without_indexes_is_refused_before_sending(aws, roles, capsys) -> None:

@@ -131,7 +131,7 @@ def test_requests_are_new_dicts_each_time() -> None:
     assert _conf_of(second, "spark-defaults")["spark.executor.cores"] == "4"
 
 
-TORCH_INDEX, NVIDIA_INDEX = "https://torch.example.invalid/cu128", "https://nvidia.example.invalid/simple"
+TORCH_INDEX, NVIDIA_INDEX = "https://torch.example.invalid/cu126", "https://nvidia.example.invalid/simple"
 GPU_ENV = BootstrapEnv("aws,gpu", TORCH_INDEX, NVIDIA_INDEX)
 
 
