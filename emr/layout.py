@@ -7,7 +7,7 @@
     <prefix>/package/<the project wheel>                  for the bootstrap-installed environment
     <prefix>/env/accel-scoring-env.tar.gz                 venv-pack archive (spark.archives)
     <prefix>/env/accel-scoring-env.json                   what that archive holds (emr/envinfo.py)
-    <prefix>/scripts/<name>                               bootstrap and discovery scripts
+    <prefix>/scripts/<name>                               bootstrap and discovery scripts (get_gpus.sh)
     <prefix>/scripts/gpu-requirements.txt                 the CUDA torch + TensorRT pins they install
     <prefix>/eks/<name>                                   pod templates for EMR on EKS
     <prefix>/models/<name>/<version>/                     model artifacts (manifest.json + files)

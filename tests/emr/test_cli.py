@@ -203,6 +203,12 @@ def test_create_cluster_sends_the_gpu_profile(staged, roles, capsys) -> None:
     assert core["InstanceType"] == "g5.2xlarge" and core["RequestedInstanceCount"] == 3
     actions = boto3.client("emr").list_bootstrap_actions(ClusterId=cluster_id)["BootstrapActions"]
     assert actions[0]["ScriptPath"] == PREFIX + "scripts/gpu-cgroup-bootstrap.sh"
+    assert [a["ScriptPath"] for a in actions if a["Name"] == "gpu-driver-check"] == [PREFIX + "scripts/get_gpus.sh"]
+    spark = classifications["spark-defaults"]["Properties"]
+    assert (spark["spark.yarn.dist.files"], spark["spark.executor.resource.gpu.discoveryScript"]) == \
+        (PREFIX + "scripts/get_gpus.sh", "./get_gpus.sh")
+    staged_script = boto3.client("s3").get_object(Bucket="deploy", Key="accel/v1/scripts/get_gpus.sh")["Body"].read()
+    assert staged_script == (REPO / "emr" / "scripts" / "get_gpus.sh").read_bytes()  # staged with the jobs
     assert {"Key": "team", "Value": "search"} in cluster["Tags"]
 
 

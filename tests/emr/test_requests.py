@@ -10,6 +10,7 @@ from emr.cluster import ClusterSettings, build_run_job_flow_request
 from emr.eks import EksSettings, build_start_job_run_request
 from emr.errors import EmrError
 from emr.profiles import PROFILES, fits_on_node, get_profile
+from emr.stacks import GPU
 from emr.steps import JobRequest, build_step, spark_submit_args
 
 LAYOUT = L.Layout.at("s3://deploy/accel/v1")
@@ -41,7 +42,11 @@ def test_every_profile_builds_a_valid_gpu_cluster_request(name: str) -> None:
     assert yarn["yarn.nodemanager.linux-container-executor.cgroups.mount-path"] == "/spark-rapids-cgroup"
     spark = _conf_of(request, "spark-defaults")
     assert spark["spark.executor.resource.gpu.amount"] == "1"
-    assert spark["spark.executor.resource.gpu.discoveryScript"].endswith("getGpusResources.sh")
+    # the project's own discovery script, staged and shipped with every application: nothing
+    # depends on a script only a RAPIDS install puts under /usr/lib/spark
+    assert spark["spark.executor.resource.gpu.discoveryScript"] == "./get_gpus.sh"
+    assert spark["spark.yarn.dist.files"] == "s3://deploy/accel/v1/scripts/get_gpus.sh"
+    assert spark["spark.executorEnv.ACCEL_SCORING_MIN_DRIVER"] == "525"
     amount = float(spark["spark.task.resource.gpu.amount"])
     assert amount <= 0.5 or amount.is_integer()  # what Spark 3.5 accepts
     assert int(spark["spark.task.cpus"]) * round(1 / amount) <= int(spark["spark.executor.cores"])
@@ -49,6 +54,19 @@ def test_every_profile_builds_a_valid_gpu_cluster_request(name: str) -> None:
     assert {c["Classification"] for c in executor_sub["Configurations"]} == {"gpu", "cgroups"}
     assert request["BootstrapActions"][0]["ScriptBootstrapAction"]["Path"] == \
         "s3://deploy/accel/v1/scripts/gpu-cgroup-bootstrap.sh"
+    check = [a for a in request["BootstrapActions"] if a["Name"] == "gpu-driver-check"][0]["ScriptBootstrapAction"]
+    assert check == {"Path": "s3://deploy/accel/v1/scripts/get_gpus.sh",
+                     "Args": ["--check-driver", "525", GPU.describe()]}
+
+
+def test_files_a_cluster_is_asked_to_ship_join_the_discovery_script() -> None:
+    """--conf spark.yarn.dist.files=... adds to the shipped files: without get_gpus.sh no GPU executor starts."""
+    extra = {"spark.yarn.dist.files": "s3://b/lookup.csv"}
+    for settings in (ClusterSettings("c", "s3://logs/", extra_spark_defaults=extra),
+                     ClusterSettings("c", "s3://logs/", extra_spark_defaults=extra, fleet=True, release_label="emr-spark-8.0.0",
+                                     cpu_core_type="m6i.2xlarge", gpu_task_count=1)):
+        spark = _conf_of(build_run_job_flow_request(get_profile("g5"), LAYOUT, settings), "spark-defaults")
+        assert spark["spark.yarn.dist.files"] == "s3://b/lookup.csv,s3://deploy/accel/v1/scripts/get_gpus.sh"
 
 
 def _tags(request: dict) -> dict:
