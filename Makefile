@@ -51,7 +51,7 @@ s3a-jars: $(STAMP)
 	$(PY) -m tests.s3a_jars
 
 # The Airflow DAG tests run in their own venv (emr/airflow.mk): Airflow's pins clash with Spark's.
-# Then the Spark tests again on Spark 4.0 (spark4.mk).
+# Then the Spark tests again on Spark 4.1 (spark4.mk).
 test: $(STAMP) $(AIRFLOW_STAMP) $(SPARK4_STAMP) s3a-jars
 	$(PY) -m pytest --ignore=tests/airflow
 	$(MAKE) --no-print-directory test-airflow

@@ -35,7 +35,7 @@ from emr import packaging
 from emr.bootstrap_env import BootstrapEnv
 from emr.cluster import DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE, PYTHON_ENVS
 from emr.errors import EmrError
-from emr.releases import DEFAULT, EMR8
+from emr.releases import DEFAULT, EMR7
 from emr.k8s.sizing import DEFAULT_INSTANCE_TYPE, INF2
 from jobs.cli import backend_choices
 
@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-uri", required=True, help="s3://... for cluster and step logs")
     p.add_argument("--name", default="accel-scoring")
     p.add_argument("--release-label", default=DEFAULT.default_label,
-                   help=f"EMR release (default %(default)s); EMR 8: {EMR8.default_label}")
+                   help=f"EMR release (default %(default)s); EMR 7: {EMR7.default_label}")
     p.add_argument("--core-count", type=int, help="core nodes (default from the profile)")
     p.add_argument("--fleet", action="store_true",
                    help="instance fleets: the profile's GPU instance types in any --subnet-id, "
@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image", required=True, help="the Neuron image built from emr/k8s/Dockerfile")
     p.add_argument("--prefix", required=True, help="the staged prefix")
     p.add_argument("--release-label", default=DEFAULT.default_eks_label,
-                   help=f"EMR on EKS release (default %(default)s); Spark 4: {EMR8.default_eks_label}")
+                   help=f"EMR on EKS release (default %(default)s); Spark 3.5: {EMR7.default_eks_label}")
     p.add_argument("--log-uri", help="s3://... for driver and executor logs")
     p.add_argument("--executors", type=int, default=2, help="executors, one NeuronCore each")
     p.add_argument("--instance-type", default=DEFAULT_INSTANCE_TYPE, choices=sorted(INF2),

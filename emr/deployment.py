@@ -12,7 +12,7 @@ Variable ``accel_scoring`` (JSON)::
       "subnet_id": "subnet-..." (or a list, with "fleet": true), "fleet": false,
       "spot_task_count": 0, "instance_profile": "EMR_EC2_DefaultRole",
       "cpu_core_type": "m6i.2xlarge", "gpu_task_count": 2,   # stage-level layout, with fleet and EMR 8
-      "service_role": "EMR_DefaultRole_V2", "python_env": "archive", "release_label": "emr-7.14.0",
+      "service_role": "EMR_DefaultRole_V2", "python_env": "archive", "release_label": "emr-spark-8.1.0",
       "pip_extras": "aws,gpu", "torch_index_url": "...", "nvidia_index_url": "...",  # "bootstrap" only
       "cluster_id": "j-...",                             # the existing-cluster DAG only
       "cache": "s3://bucket/accel-scoring/cache/",       # optional: each job gets --cache <cache><job>/
@@ -23,7 +23,7 @@ Variable ``accel_scoring`` (JSON)::
       },
       "eks": {"virtual_cluster_id": "...", "execution_role_arn": "arn:aws:iam::...:role/...",
               "image": "....dkr.ecr....amazonaws.com/accel-scoring-neuron:1",
-              "release_label": "emr-7.13.0-latest", "log_uri": "s3://bucket/eks-logs/", "executors": 2,
+              "release_label": "emr-spark-8.1.0-latest", "log_uri": "s3://bucket/eks-logs/", "executors": 2,
               "instance_type": "inf2.xlarge", "executor_scheduler": "my-scheduler"}
     }
 

@@ -8,7 +8,7 @@
 # dist/gpu-requirements.txt (emr/stacks.py); it needs the two package indexes it comes from:
 #   make package-gpu TORCH_INDEX_URL=<PyTorch's CUDA 12.6 wheel index> NVIDIA_INDEX_URL=<NVIDIA's package index>
 # RELEASE_LABEL picks the release line the archive is built for (its pip constraints,
-# emr/releases.py); without it, EMR 7's; for EMR 8:   make package-al2023 RELEASE_LABEL=emr-spark-8.0.0
+# emr/releases.py); without it, the default release's; for EMR 7:   make package-al2023 RELEASE_LABEL=emr-7.14.0
 
 PACKAGE_PYTHON ?= .venv/bin/python
 DIST ?= dist

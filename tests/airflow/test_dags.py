@@ -250,10 +250,11 @@ def _eks_settings() -> dict:
     vc = boto3.client("emr-containers").create_virtual_cluster(
         name="inf2", containerProvider={"id": "scoring-eks", "type": "EKS",
                                         "info": {"eksInfo": {"namespace": "spark"}}})["id"]
+    # moto 5.2's StartJobRun knows only emr-N.N.0-... labels, not the default emr-spark-8.1.0-latest
     return {"prefix": PREFIX, "jobs": JOBS_SETTINGS, "eks": {
         "virtual_cluster_id": vc, "execution_role_arn": "arn:aws:iam::123456789012:role/emr-eks-job",
         "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/accel-neuron:1",
-        "log_uri": "s3://deploy/eks-logs/"}}
+        "release_label": "emr-7.14.0-latest", "log_uri": "s3://deploy/eks-logs/"}}
 
 
 def test_eks_dag_runs_both_jobs_on_neuroncores(dagbag, mode, aws, set_variable,

@@ -191,7 +191,7 @@ def test_create_cluster_sends_the_gpu_profile(staged, roles, capsys) -> None:
 
     cluster_id = _create_cluster(capsys, "--core-count", "3", "--tag", "team=search")
     cluster = boto3.client("emr").describe_cluster(ClusterId=cluster_id)["Cluster"]
-    assert cluster["Name"] == "nightly" and cluster["ReleaseLabel"] == "emr-7.14.0"
+    assert cluster["Name"] == "nightly" and cluster["ReleaseLabel"] == "emr-spark-8.1.0"  # the newest LTS release
     assert cluster["ServiceRole"] == "EMR_DefaultRole_V2"
     assert cluster["EbsRootVolumeSize"] == 100
     assert {"Key": "for-use-with-amazon-emr-managed-policies", "Value": "true"} in cluster["Tags"]
@@ -277,7 +277,7 @@ def test_stage_level_fleet_cluster_is_created(staged, roles, capsys) -> None:
 def test_stage_level_fleet_on_emr_7_is_refused_before_sending(aws, roles, capsys) -> None:
     aws.recorder.clear()
     code = main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS, "--fleet",
-                 "--cpu-core-type", "m6i.2xlarge", "--gpu-task-count", "2"])
+                 "--release-label", "emr-7.14.0", "--cpu-core-type", "m6i.2xlarge", "--gpu-task-count", "2"])
     assert code == 2
     assert "--cpu-core-type needs Spark 4" in capsys.readouterr().err
     assert aws.recorder.requests == []
@@ -478,7 +478,9 @@ def _virtual_cluster() -> str:
 
 
 def _eks_args(vc: str, *extra: str) -> list[str]:
-    return ["eks-submit", "--virtual-cluster-id", vc, "--execution-role-arn",
+    """eks-submit on EMR 7's EKS label: moto 5.2's StartJobRun knows only emr-N.N.0-... labels, not the
+    default emr-spark-8.1.0-latest (a later --release-label in ``extra`` wins)."""
+    return ["eks-submit", "--release-label", "emr-7.14.0-latest", "--virtual-cluster-id", vc, "--execution-role-arn",
             "arn:aws:iam::123456789012:role/emr-eks-job", "--image", "123456789012.dkr.ecr.us-east-1.amazonaws.com/accel-neuron:1",
             "--prefix", PREFIX, "--log-uri", "s3://deploy/eks-logs/", "--job", "query_intent",
             "--input", "s3://data/queries/", "--output", "s3://data/intents/",
@@ -522,14 +524,14 @@ def test_eks_submit_requests_neuroncores_and_waits(staged, capsys) -> None:
         ["--backend", "neuronx", "--top-k", "3"]
 
 
-def test_eks_submit_on_the_spark_8_release(staged, capsys) -> None:
-    """A dry run: moto 5.2's StartJobRun knows only emr-N.N.0-... labels, not emr-spark-8.0.0-latest."""
+@pytest.mark.parametrize("label", ["emr-spark-8.0.0-latest", "emr-spark-8.1.0-latest"])
+def test_eks_submit_on_the_spark_8_release(staged, capsys, label) -> None:
+    """A dry run: moto 5.2's StartJobRun knows only emr-N.N.0-... labels, not emr-spark-8.x.0-latest."""
     vc = _virtual_cluster()
-    assert main(_eks_args(vc, "--release-label", "emr-spark-8.0.0-latest", "--dry-run", "--", "--backend",
-                          "neuronx")) == 0
+    assert main(_eks_args(vc, "--release-label", label, "--dry-run", "--", "--backend", "neuronx")) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
     sent = [x["params"] for x in lines if x["operation"] == "StartJobRun"][0]
-    assert sent["releaseLabel"] == "emr-spark-8.0.0-latest" and sent["virtualClusterId"] == vc
+    assert sent["releaseLabel"] == label and sent["virtualClusterId"] == vc
     assert moto_support.job_runs() == {}  # nothing was sent
 
 

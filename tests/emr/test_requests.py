@@ -63,8 +63,8 @@ def test_files_a_cluster_is_asked_to_ship_join_the_discovery_script() -> None:
     """--conf spark.yarn.dist.files=... adds to the shipped files: without get_gpus.sh no GPU executor starts."""
     extra = {"spark.yarn.dist.files": "s3://b/lookup.csv"}
     for settings in (ClusterSettings("c", "s3://logs/", extra_spark_defaults=extra),
-                     ClusterSettings("c", "s3://logs/", extra_spark_defaults=extra, fleet=True, release_label="emr-spark-8.0.0",
-                                     cpu_core_type="m6i.2xlarge", gpu_task_count=1)):
+                     ClusterSettings("c", "s3://logs/", extra_spark_defaults=extra, fleet=True,
+                                     release_label="emr-spark-8.0.0", cpu_core_type="m6i.2xlarge", gpu_task_count=1)):
         spark = _conf_of(build_run_job_flow_request(get_profile("g5"), LAYOUT, settings), "spark-defaults")
         assert spark["spark.yarn.dist.files"] == "s3://b/lookup.csv,s3://deploy/accel/v1/scripts/get_gpus.sh"
 
@@ -83,7 +83,7 @@ def test_gpu_cluster_has_disk_tags_roles_and_one_executor_per_gpu(name: str) -> 
     profile = get_profile(name)
     request = build_run_job_flow_request(profile, LAYOUT, ClusterSettings("c", "s3://logs/", core_instance_count=3))
     assert 15 < request["EbsRootVolumeSize"] <= 100  # EMR's default 15 GiB; at most 100
-    assert request["ReleaseLabel"] == "emr-7.14.0"
+    assert request["ReleaseLabel"] == "emr-spark-8.1.0"  # the newest long-term-support release
     assert request["ServiceRole"] == "EMR_DefaultRole_V2" and request["JobFlowRole"] == "EMR_EC2_DefaultRole"
     assert _tags(request)["for-use-with-amazon-emr-managed-policies"] == "true"
     assert _tags(request)["accel-scoring:profile"] == name
@@ -133,7 +133,8 @@ def test_fleet_without_spot_has_no_task_fleet() -> None:
 @pytest.mark.parametrize("settings, message", [
     (dict(subnet_ids=("subnet-a", "subnet-b")), "instance groups take one subnet; pass --fleet"),
     (dict(spot_task_count=2), "Spot task nodes come with instance fleets"),
-    (dict(release_label="emr-6.15.0"), "is not emr-7.x .EMR 7, Spark 3.5. or emr-spark-8.x .EMR 8, Spark 4.0."),
+    (dict(release_label="emr-6.15.0"), "is not emr-7.x .EMR 7, Spark 3.5. or emr-spark-8.0.x .EMR 8.0, Spark 4.0. "
+                                       "or emr-spark-8.1.x .EMR 8.1, Spark 4.1."),
 ])
 def test_settings_refused_before_anything_is_sent(settings: dict, message: str) -> None:
     with pytest.raises(EmrError, match=message) as caught:
