@@ -72,7 +72,8 @@ def _python_env() -> argparse.ArgumentParser:
                    help="PyTorch's CUDA 12.6 wheel index: for bootstrap with a gpu extra (required then), "
                         "and preflight --online")
     g.add_argument("--nvidia-index-url", metavar="URL",
-                   help="NVIDIA's package index (TensorRT), for bootstrap with a gpu extra (required then)")
+                   help="NVIDIA's package index (TensorRT): for bootstrap with a gpu extra (required then), "
+                        "and preflight --online")
     return parent
 
 
@@ -124,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--release-label", default=DEFAULT.default_label,
                    help="the EMR release the archive is for: its line's constraints (default %(default)s)")
 
-    p = sub.add_parser("preflight", help="check a GPU run offline: environment, artifact, profile, release",
+    p = sub.add_parser("preflight", help="check a GPU run before it starts: environment, artifact, profile, "
+                       "release, driver; --online: the package indexes",
                        parents=[_dry_run("list the checks and read nothing (preflight sends nothing anyway)"),
                                 python_env])
     p.add_argument("--profile", required=True, help="GPU profile: see `python -m emr profiles`")
@@ -135,6 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--release-label", default=None, help="EMR release (default from emr.releases)")
     p.add_argument("--backend", default="auto", choices=backend_choices(),
                    help="the job's --backend (default auto: the artifact's)")
+    p.add_argument("--driver-version", metavar="VERSION",
+                   help="the GPU nodes' NVIDIA driver (nvidia-smi --query-gpu=driver_version), checked against "
+                        "the environment's CUDA stack")
+    p.add_argument("--online", action="store_true",
+                   help="also ask the package indexes given by --torch-index-url, --nvidia-index-url and "
+                        "--neuron-index-url for the stacks' pins (emr/stacks.py)")
+    p.add_argument("--neuron-index-url", metavar="URL", help="the Neuron pip repository, for --online")
 
     p = sub.add_parser("stage", parents=[common], help="upload what a run needs to an S3 prefix")
     p.add_argument("--prefix", required=True, help="s3://bucket/prefix/ for this deployment")
@@ -271,6 +280,33 @@ def _preflight_env(args: argparse.Namespace) -> tuple[str, Any]:
     return what, None if args.dry_run else read()
 
 
+def _preflight_report(args: argparse.Namespace, profile: Any, label: str, env: Any, manifest: Any) -> list[str]:
+    """What preflight expects and what it checked, before its verdict."""
+    from emr import preflight
+    from emr.releases import line_of
+    from emr.stacks import GPU
+
+    stack = preflight.stack_of(env)
+    line = line_of(label)
+    release = f"{label} ({line.name}: Spark {line.spark})" if line else label
+    libraries = ", ".join(f"{n} {env.distributions[n]}" for n in ("torch", "tensorrt-cu12", "tensorrt-cu13")
+                          if n in env.distributions)
+    lines = [f"stack: {GPU.describe()} (emr/stacks.py; `make package-gpu` and the bootstrap install it)"]
+    if stack is None:
+        lines.append("driver: not checked (the environment holds no CUDA stack)")
+    elif args.driver_version:
+        lines.append(f"driver: {args.driver_version} (--driver-version); the environment's CUDA "
+                     f"{stack.cuda_major} stack needs R{stack.driver_min} or newer")
+    else:
+        lines.append(f"driver: not known here (pass --driver-version); the environment's CUDA {stack.cuda_major} "
+                     f"stack needs R{stack.driver_min} or newer, and the gpu-driver-check bootstrap action checks "
+                     "it on every node")
+    lines.append(f"checked: release {release}, environment Python {env.python}"
+                 f"{' with ' + libraries if libraries else ''}, backend {args.backend}, profile {profile.name} "
+                 f"({profile.gpu}){', artifact ' + manifest.model_id if manifest else ''}")
+    return lines
+
+
 def cmd_preflight(args: argparse.Namespace) -> int:
     from engines.artifact import read_manifest
     from engines.errors import ArtifactError
@@ -279,17 +315,29 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
     profile = get_profile(args.profile)
     label = args.release_label or DEFAULT.default_label
+    driver = preflight.Driver.parse(args.driver_version, "--driver-version") if args.driver_version else None
     what, env = _preflight_env(args)
     if args.dry_run:
         model = f", artifact {args.model}" if args.model else ""
+        online = "; then ask the package indexes given for the stacks' pins" if args.online else ""
         _echo(f"would check {what}{model} (--backend {args.backend}) against profile "
-              f"{profile.name} ({profile.instance_type}, {profile.gpu}) and {label}")
+              f"{profile.name} ({profile.instance_type}, {profile.gpu}), {label} and the NVIDIA driver{online}")
         return 0
     try:
         manifest = read_manifest(args.model) if args.model else None
     except ArtifactError as exc:
         raise EmrError(f"--model {args.model}: {exc}", exit_code=2) from exc
-    problems = preflight.check(profile, label, env, backend=args.backend, manifest=manifest)
+    for line in _preflight_report(args, profile, label, env, manifest):
+        _echo(line)
+    problems = preflight.check(profile, label, env, backend=args.backend, manifest=manifest, driver=driver)
+    if args.online:
+        from emr.stacks import INDEXES
+
+        urls = {key: getattr(args, index.option[2:].replace("-", "_")) for key, index in INDEXES.items() if index.option}
+        found, missing = preflight.online(urls)
+        for line in found:
+            _echo(f"online: {line}")
+        problems += missing
     for problem in problems:
         _echo(f"problem: {problem}")
     if problems:
