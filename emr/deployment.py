@@ -33,6 +33,7 @@ DAG params (set when triggering) override ``profile``, ``core_count`` and ``clus
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Mapping
 
 from emr import layout as L
@@ -125,7 +126,21 @@ def scoring_steps(settings: Mapping[str, Any], run_date: str) -> list[dict[str, 
             for job in selected_jobs(settings)]
 
 
-def eks_job_runs(settings: Mapping[str, Any], run_date: str, *, token_prefix: str = "") -> dict[str, dict[str, Any]]:
+def job_run_token(dag_id: str, run_id: str, job: str, first_try: int) -> str:
+    """StartJobRun's ``clientToken`` for one job of one DAG run, within one cycle of task tries.
+
+    EMR on EKS answers a StartJobRun whose token it has seen with the job run it started then, so
+    a submit task retried after a lost answer gets that run instead of starting a second one.
+    ``first_try`` is the first try number of the task's current cycle (Airflow's own
+    ``max_tries - retries + 1``): the same for every retry, new once someone clears the task, so
+    clearing still starts the job again. A hash keeps the token within StartJobRun's 64
+    characters whatever the run id.
+    """
+    digest = hashlib.sha256(f"{dag_id}\n{run_id}\n{job}\n{first_try}".encode()).hexdigest()[:40]
+    return f"{job}-{digest}"
+
+
+def eks_job_runs(settings: Mapping[str, Any], run_date: str) -> dict[str, dict[str, Any]]:
     """``StartJobRun`` requests per selected job for EMR on EKS (Inferentia)."""
     _require(settings, "prefix", "eks")
     eks = settings["eks"]
@@ -138,10 +153,6 @@ def eks_job_runs(settings: Mapping[str, Any], run_date: str, *, token_prefix: st
         executor_scheduler=eks.get("executor_scheduler"),
     )
     layout = L.Layout.at(settings["prefix"])
-    return {
-        job: build_start_job_run_request(
-            layout, job_request(settings, job, run_date), eks_settings,
-            client_token=f"{token_prefix}{job}-{run_date}"[:64] if token_prefix else None)
-        for job in selected_jobs(settings)
-    }
+    return {job: build_start_job_run_request(layout, job_request(settings, job, run_date), eks_settings)
+            for job in selected_jobs(settings)}
 
