@@ -103,3 +103,23 @@ def test_dockerfile_installs_the_pins_first_and_describes_the_archive(needle: st
     assert needle in text
     cmd = text[text.index("CMD "):]
     assert cmd.index("gpu-requirements.txt") < cmd.index("accel_scoring-*.whl") < cmd.index("venv-pack -p")
+
+
+@pytest.mark.parametrize("path", ["emr/docker/Dockerfile.al2023-env", "emr/scripts/install-python-env.sh"])
+def test_the_nvidia_index_reaches_the_wheel_stub_under_the_variable_it_reads(path: str) -> None:
+    """wheel-stub reads WHEEL_STUB_PIP_INDEX_URL and nothing else: behind a mirror without NVIDIA's
+    index, tensorrt-cu12-libs's stub would otherwise fetch from an address nobody configured."""
+    text = (REPO / path).read_text()
+    assert f'{WHEEL_STUB_INDEX_ENV}="$NVIDIA_INDEX_URL"' in text
+    assert "NVIDIA_PIP_INDEX_URL" not in text
+
+
+def test_the_venvs_torch_can_be_pytorchs_cpu_build() -> None:
+    """On the public index torch==2.13.0 is the CUDA 13 build (several GB); TORCH_CPU_INDEX_URL and
+    TORCH_SPEC=torch==2.13.0+cpu ask PyTorch's CPU index instead, before the project installs."""
+    venv = "/tmp/accel-scoring-no-such-venv"
+    cpu = _make("-n", f"VENV={venv}", f"{venv}/.installed", "TORCH_SPEC=torch==2.13.0+cpu",
+                "TORCH_CPU_INDEX_URL=https://cpu.invalid/whl").stdout.splitlines()
+    assert f'{venv}/bin/python -m pip install -q --extra-index-url "https://cpu.invalid/whl" "torch==2.13.0+cpu"' in cpu
+    default = _make("-n", f"VENV={venv}", f"{venv}/.installed").stdout.splitlines()
+    assert f'{venv}/bin/python -m pip install -q "torch==2.13.0"' in default
