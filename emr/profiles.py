@@ -93,6 +93,9 @@ def _siblings(family: str, *sizes: str) -> tuple[str, ...]:
 
 
 def _profiles() -> Mapping[str, GpuProfile]:
+    """The profiles. Instance type, GPU model and count, vCPUs and memory (GiB) are EC2's facts, as
+    its instance type pages list them (https://aws.amazon.com/ec2/instance-types/, checked
+    2026-12-03); compute capabilities are NVIDIA's; the executor sizes are this project's."""
     small = {"vcpus": 8, "executor_cores": 4}
     items = [
         GpuProfile("g4dn", "g4dn.2xlarge", "T4 (sm75)", 1, memory_gib=32, **small,
@@ -268,6 +271,7 @@ class CpuNode:
         return int(self.memory_gib * 1024 * YARN_MEMORY_SHARE)
 
 
+# vCPUs and memory (GiB) as EC2's instance type pages list them (checked 2026-12-03).
 CPU_NODES: Mapping[str, CpuNode] = MappingProxyType({n.instance_type: n for n in (
     CpuNode("m6i.2xlarge", 8, 32), CpuNode("m6i.4xlarge", 16, 64), CpuNode("m7i.2xlarge", 8, 32),
     CpuNode("m7i.4xlarge", 16, 64), CpuNode("r6i.2xlarge", 8, 64),
