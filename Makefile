@@ -2,8 +2,13 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# torch first and pinned: a bare `torch` would pull a multi-GB CUDA build.
+# torch first, at the GPU stack's version (emr/stacks.py), so what compile exports with is what the
+# executors run. On the public index torch 2.13.0 is the CUDA 13 build: several GB with its CUDA
+# libraries, on a CPU-only machine too, unless a CPU wheel is at hand (pip's find-links, as on this
+# project's CI machine). For the CPU build from PyTorch's CPU wheel index:
+#   make venv TORCH_SPEC=torch==2.13.0+cpu TORCH_CPU_INDEX_URL=<PyTorch's CPU wheel index>
 TORCH_SPEC ?= torch==2.13.0
+TORCH_CPU_INDEX_URL ?=
 STAMP := $(VENV)/.installed
 DEMO_ROWS ?= 10000
 
@@ -16,7 +21,7 @@ include emr/package.mk emr/airflow.mk
 define project-venv
 	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
 	$(1)/bin/python -m pip install -q --upgrade pip
-	$(1)/bin/python -m pip install -q "$(TORCH_SPEC)"
+	$(1)/bin/python -m pip install -q $(if $(TORCH_CPU_INDEX_URL),--extra-index-url "$(TORCH_CPU_INDEX_URL)" )"$(TORCH_SPEC)"
 	$(1)/bin/python -m pip install -q -e ".[$(2)]"
 	$(MAKE) --no-print-directory spark-conf VENV=$(1)
 	touch $@
@@ -51,7 +56,7 @@ s3a-jars: $(STAMP)
 	$(PY) -m tests.s3a_jars
 
 # The Airflow DAG tests run in their own venv (emr/airflow.mk): Airflow's pins clash with Spark's.
-# Then the Spark tests again on Spark 4.0 (spark4.mk).
+# Then the Spark tests again on Spark 4.1 (spark4.mk).
 test: $(STAMP) $(AIRFLOW_STAMP) $(SPARK4_STAMP) s3a-jars
 	$(PY) -m pytest --ignore=tests/airflow
 	$(MAKE) --no-print-directory test-airflow

@@ -1,11 +1,13 @@
-# Spark 4.0 (EMR 8: Scala 2.13, Java 17) beside the default Spark 3.5 (EMR 7): the project again
+# Spark 4 (EMR 8: Scala 2.13, Java 17) beside Spark 3.5 (EMR 7): the project again
 # in .venv-spark4, with the `spark4` extra instead of `spark`, and the tests that start Spark run
 # with it. Included by the top-level Makefile after project-venv and VENV_DEPS; `make test` calls
-# test-spark4 after the Spark 3.5 run.
+# test-spark4 after the Spark 3.5 run. Its pyspark follows the default EMR release's Spark minor
+# (emr/releases.py DEFAULT, emr-spark-8.1.0: Spark 4.1): the `spark4` extra admits 4.0 and 4.1, and
+# pip installs the newest.
 # Targets:
 #     make spark4-venv    create .venv-spark4 (re-created when pyproject.toml or the Spark conf changes)
 #     make test-spark4    the local-Spark and standalone-cluster tests (markers `spark`, `cluster`)
-#                         on Spark 4.0, and the job compared across both lines (tests/test_spark_lines.py)
+#                         on Spark 4, and the job compared across both lines (tests/test_spark_lines.py)
 
 SPARK4_VENV := .venv-spark4
 SPARK4_STAMP := $(SPARK4_VENV)/.installed

@@ -1,8 +1,8 @@
 """The bootstrap-installed Python environment (``create-cluster --python-env bootstrap``).
 
 emr/scripts/install-python-env.sh builds it on every node at cluster start. With a ``gpu``
-extra it first installs emr/docker/gpu-requirements.txt, the CUDA 12 torch and TensorRT that
-`make package-gpu` puts in the archive, from the two package indexes they come from (given on
+extra it first installs the staged gpu-requirements.txt, the GPU stack of emr/stacks.py that
+`make package-gpu` puts in the archive, from the two package indexes it comes from (given on
 the command line, never written into the repository), then the wheel. One class says what the
 script gets (``script_args``) and what the result holds (``info``), so create-cluster,
 add-step (which reads the arguments back from the cluster) and preflight agree without an
@@ -15,13 +15,13 @@ The venv stays on the root volume: every GPU profile sets ``EbsRootVolumeSize`` 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 from emr import layout as L
 from emr.envinfo import BACKEND_MODULES, EnvInfo, normalize
 from emr.errors import EmrError
 from emr.packaging import EXECUTOR_EXTRAS
+from emr.stacks import GPU, GpuStack
 
 VENV = "/opt/accel-scoring/venv"
 ACTION_NAME = "install-python-env"
@@ -44,9 +44,10 @@ class BootstrapEnv:
         """Refuse a GPU environment without its indexes (or indexes without one), before sending."""
         urls = (self.torch_index_url, self.nvidia_index_url)
         if self.gpu and not all(urls):
+            torch_index, nvidia_index = GPU.indexes()
             raise EmrError(f"--pip-extras {self.extras} needs --torch-index-url and --nvidia-index-url: the "
-                           f"CUDA torch and TensorRT of emr/docker/{L.GPU_REQUIREMENTS} come from those "
-                           "package indexes (emr/README.md, step 1)", exit_code=2)
+                           f"GPU stack ({GPU.describe()}) comes from {torch_index} and {nvidia_index} "
+                           "(emr/README.md, \"The GPU stack\")", exit_code=2)
         if any(urls) and not self.gpu:
             raise EmrError(f"--torch-index-url and --nvidia-index-url install the GPU stack; add gpu to "
                            f"--pip-extras {self.extras}", exit_code=2)
@@ -65,13 +66,12 @@ class BootstrapEnv:
         urls = tuple(args[4:6]) if len(args) >= 6 else (None, None)
         return cls(args[1] if len(args) > 1 else EXECUTOR_EXTRAS, *urls)
 
-    def info(self, requirements: Path) -> EnvInfo:
-        """What the environment will hold: the project, and with ``gpu`` the pins of ``requirements``."""
+    def info(self, stack: GpuStack = GPU) -> EnvInfo:
+        """What the environment will hold: the project, and with ``gpu`` the pins of ``stack``."""
         dists = {"accel-scoring": "staged wheel"}
         modules: tuple[str, ...] = ()
         if self.gpu:
-            pins = (line.split("#")[0].strip() for line in requirements.read_text().splitlines())
-            dists.update((normalize(n), v) for n, _, v in (p.partition("==") for p in pins if p))
-            modules = BACKEND_MODULES["tensorrt"]  # that file is what gives the tensorrt backend
+            dists.update((normalize(pin.name), pin.version) for pin in stack.pins)
+            modules = BACKEND_MODULES["tensorrt"]  # that stack is what gives the tensorrt backend
         return EnvInfo(python=PYTHON, interpreter=INTERPRETER, modules=modules, distributions=dists,
                        spark_requirements=(), archive_sha256="", archive_size=0)

@@ -35,7 +35,7 @@ from emr import packaging
 from emr.bootstrap_env import BootstrapEnv
 from emr.cluster import DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE, PYTHON_ENVS
 from emr.errors import EmrError
-from emr.releases import DEFAULT, EMR8
+from emr.releases import DEFAULT, EMR7
 from emr.k8s.sizing import DEFAULT_INSTANCE_TYPE, INF2
 from jobs.cli import backend_choices
 
@@ -69,9 +69,11 @@ def _python_env() -> argparse.ArgumentParser:
                         "on every node at start (for multi-GB CUDA stacks)")
     g.add_argument("--pip-extras", default=f"{packaging.EXECUTOR_EXTRAS},gpu", help="extras for --python-env bootstrap")
     g.add_argument("--torch-index-url", metavar="URL",
-                   help="PyTorch's CUDA 12.8 wheel index, for bootstrap with a gpu extra (required then)")
+                   help="PyTorch's CUDA 12.6 wheel index: for bootstrap with a gpu extra (required then), "
+                        "and preflight --online")
     g.add_argument("--nvidia-index-url", metavar="URL",
-                   help="NVIDIA's package index (TensorRT), for bootstrap with a gpu extra (required then)")
+                   help="NVIDIA's package index (TensorRT): for bootstrap with a gpu extra (required then), "
+                        "and preflight --online")
     return parent
 
 
@@ -123,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--release-label", default=DEFAULT.default_label,
                    help="the EMR release the archive is for: its line's constraints (default %(default)s)")
 
-    p = sub.add_parser("preflight", help="check a GPU run offline: environment, artifact, profile, release",
+    p = sub.add_parser("preflight", help="check a GPU run before it starts: environment, artifact, profile, "
+                       "release, driver; --online: the package indexes",
                        parents=[_dry_run("list the checks and read nothing (preflight sends nothing anyway)"),
                                 python_env])
     p.add_argument("--profile", required=True, help="GPU profile: see `python -m emr profiles`")
@@ -134,6 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--release-label", default=None, help="EMR release (default from emr.releases)")
     p.add_argument("--backend", default="auto", choices=backend_choices(),
                    help="the job's --backend (default auto: the artifact's)")
+    p.add_argument("--driver-version", metavar="VERSION",
+                   help="the GPU nodes' NVIDIA driver (nvidia-smi --query-gpu=driver_version), checked against "
+                        "the environment's CUDA stack")
+    p.add_argument("--online", action="store_true",
+                   help="also ask the package indexes given by --torch-index-url, --nvidia-index-url and "
+                        "--neuron-index-url for the stacks' pins (emr/stacks.py)")
+    p.add_argument("--neuron-index-url", metavar="URL", help="the Neuron pip repository, for --online")
 
     p = sub.add_parser("stage", parents=[common], help="upload what a run needs to an S3 prefix")
     p.add_argument("--prefix", required=True, help="s3://bucket/prefix/ for this deployment")
@@ -149,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-uri", required=True, help="s3://... for cluster and step logs")
     p.add_argument("--name", default="accel-scoring")
     p.add_argument("--release-label", default=DEFAULT.default_label,
-                   help=f"EMR release (default %(default)s); EMR 8: {EMR8.default_label}")
+                   help=f"EMR release (default %(default)s); EMR 7: {EMR7.default_label}")
     p.add_argument("--core-count", type=int, help="core nodes (default from the profile)")
     p.add_argument("--fleet", action="store_true",
                    help="instance fleets: the profile's GPU instance types in any --subnet-id, "
@@ -199,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image", required=True, help="the Neuron image built from emr/k8s/Dockerfile")
     p.add_argument("--prefix", required=True, help="the staged prefix")
     p.add_argument("--release-label", default=DEFAULT.default_eks_label,
-                   help=f"EMR on EKS release (default %(default)s); Spark 4: {EMR8.default_eks_label}")
+                   help=f"EMR on EKS release (default %(default)s); Spark 3.5: {EMR7.default_eks_label}")
     p.add_argument("--log-uri", help="s3://... for driver and executor logs")
     p.add_argument("--executors", type=int, default=2, help="executors, one NeuronCore each")
     p.add_argument("--instance-type", default=DEFAULT_INSTANCE_TYPE, choices=sorted(INF2),
@@ -260,15 +270,41 @@ def cmd_package(args: argparse.Namespace) -> int:
 def _preflight_env(args: argparse.Namespace) -> tuple[str, Any]:
     """What preflight checks: the archive, or what the bootstrap action would install."""
     from emr import envinfo
-    from emr.staging import GPU_REQUIREMENTS
 
     if args.python_env == "archive":
         what, read = str(args.env_archive), lambda: envinfo.load(args.env_archive)
     else:
         env = _bootstrap_env(args)
         env.check()
-        what, read = f"the bootstrap environment (--pip-extras {env.extras})", lambda: env.info(GPU_REQUIREMENTS)
+        what, read = f"the bootstrap environment (--pip-extras {env.extras})", env.info
     return what, None if args.dry_run else read()
+
+
+def _preflight_report(args: argparse.Namespace, profile: Any, label: str, env: Any, manifest: Any) -> list[str]:
+    """What preflight expects and what it checked, before its verdict."""
+    from emr import preflight
+    from emr.releases import line_of
+    from emr.stacks import GPU
+
+    stack = preflight.stack_of(env)
+    line = line_of(label)
+    release = f"{label} ({line.name}: Spark {line.spark})" if line else label
+    libraries = ", ".join(f"{n} {env.distributions[n]}" for n in ("torch", "tensorrt-cu12", "tensorrt-cu13")
+                          if n in env.distributions)
+    lines = [f"stack: {GPU.describe()} (emr/stacks.py; `make package-gpu` and the bootstrap install it)"]
+    if stack is None:
+        lines.append("driver: not checked (the environment holds no CUDA stack)")
+    elif args.driver_version:
+        lines.append(f"driver: {args.driver_version} (--driver-version); the environment's CUDA "
+                     f"{stack.cuda_major} stack needs R{stack.driver_min} or newer")
+    else:
+        lines.append(f"driver: not known here (pass --driver-version); the environment's CUDA {stack.cuda_major} "
+                     f"stack needs R{stack.driver_min} or newer, and the gpu-driver-check bootstrap action checks "
+                     "it on every node")
+    lines.append(f"checked: release {release}, environment Python {env.python}"
+                 f"{' with ' + libraries if libraries else ''}, backend {args.backend}, profile {profile.name} "
+                 f"({profile.gpu}){', artifact ' + manifest.model_id if manifest else ''}")
+    return lines
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
@@ -279,17 +315,29 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
     profile = get_profile(args.profile)
     label = args.release_label or DEFAULT.default_label
+    driver = preflight.Driver.parse(args.driver_version, "--driver-version") if args.driver_version else None
     what, env = _preflight_env(args)
     if args.dry_run:
         model = f", artifact {args.model}" if args.model else ""
+        online = "; then ask the package indexes given for the stacks' pins" if args.online else ""
         _echo(f"would check {what}{model} (--backend {args.backend}) against profile "
-              f"{profile.name} ({profile.instance_type}, {profile.gpu}) and {label}")
+              f"{profile.name} ({profile.instance_type}, {profile.gpu}), {label} and the NVIDIA driver{online}")
         return 0
     try:
         manifest = read_manifest(args.model) if args.model else None
     except ArtifactError as exc:
         raise EmrError(f"--model {args.model}: {exc}", exit_code=2) from exc
-    problems = preflight.check(profile, label, env, backend=args.backend, manifest=manifest)
+    for line in _preflight_report(args, profile, label, env, manifest):
+        _echo(line)
+    problems = preflight.check(profile, label, env, backend=args.backend, manifest=manifest, driver=driver)
+    if args.online:
+        from emr.stacks import INDEXES
+
+        urls = {key: getattr(args, index.option[2:].replace("-", "_")) for key, index in INDEXES.items() if index.option}
+        found, missing = preflight.online(urls)
+        for line in found:
+            _echo(f"online: {line}")
+        problems += missing
     for problem in problems:
         _echo(f"problem: {problem}")
     if problems:
@@ -329,7 +377,6 @@ def _check_step_env(clients: Clients, layout: L.Layout, job: Any, args: argparse
     from emr import envinfo
     from emr.bootstrap_env import ACTION_NAME, BootstrapEnv
     from emr.s3 import require_object
-    from emr.staging import GPU_REQUIREMENTS
 
     on_archive = args.python_env == "archive"
     archive = require_object(clients.s3, layout.env_archive, _STAGE_HINT) if on_archive else None
@@ -349,7 +396,7 @@ def _check_step_env(clients: Clients, layout: L.Layout, job: Any, args: argparse
     if not installs:
         raise EmrError(f"cluster {args.cluster_id} has no {ACTION_NAME} bootstrap action: it was not created "
                        "with --python-env bootstrap", exit_code=2)
-    envinfo.require_backend(BootstrapEnv.from_script_args(installs[0]).info(GPU_REQUIREMENTS), backend,
+    envinfo.require_backend(BootstrapEnv.from_script_args(installs[0]).info(), backend,
                             where, label, fix="create the cluster with --python-env bootstrap --pip-extras "
                             "aws,gpu --torch-index-url URL --nvidia-index-url URL")
 

@@ -20,6 +20,7 @@ from emr.errors import EmrError, explain_client_error
 from emr.profiles import (PLAN_CACHE_DIR, CpuNode, GpuProfile, get_cpu_node, gpu_configurations,
                           stage_level_configurations)
 from emr.releases import DEFAULT, ReleaseLine, require_line
+from emr.stacks import GPU
 
 PYTHON_ENVS = ("archive", "bootstrap")
 ACTIVE_STATES = ("STARTING", "BOOTSTRAPPING", "RUNNING", "WAITING")
@@ -109,7 +110,9 @@ def _bootstrap_actions(layout: L.Layout, settings: ClusterSettings) -> list[dict
         return {"Name": name, "ScriptBootstrapAction": {"Path": str(layout.script(script)), "Args": list(args)}}
 
     actions = [action("yarn-gpu-cgroup-v1", L.CGROUP_BOOTSTRAP),
-               action("plan-cache-on-mnt", L.CACHE_DIR_BOOTSTRAP, PLAN_CACHE_DIR)]
+               action("plan-cache-on-mnt", L.CACHE_DIR_BOOTSTRAP, PLAN_CACHE_DIR),
+               # Prints each node's NVIDIA driver and fails a GPU node whose driver the stack cannot use.
+               action("gpu-driver-check", L.GPU_DISCOVERY, "--check-driver", str(GPU.driver_min), GPU.describe())]
     if settings.python_env == "bootstrap":
         actions.append(action(ACTION_NAME, L.INSTALL_ENV_BOOTSTRAP, *settings.bootstrap_env.script_args(layout)))
     return actions
@@ -199,7 +202,9 @@ def build_run_job_flow_request(
     """The ``RunJobFlow`` request for a GPU cluster of ``profile``.
 
     The cluster gets the applications of its release line, YARN GPU isolation, the cgroup v1
-    bootstrap EMR 7 needs (and EMR 8 gets), one executor per GPU (dynamic allocation off; in the
+    bootstrap EMR 7 needs (and EMR 8 gets), the staged GPU discovery script shipped with every
+    application and run once per node as a bootstrap action that checks the NVIDIA driver, one
+    executor per GPU (dynamic allocation off; in the
     stage-level layout dynamic allocation on and GPU settings on the GPU task nodes only), a root volume big enough for a CUDA stack, the plan cache on
     /mnt, the managed-policy tag and, with ``python_env="bootstrap"``, a bootstrap action that
     installs the project wheel into ``/opt/accel-scoring/venv`` on every node, after the CUDA torch
@@ -214,13 +219,16 @@ def build_run_job_flow_request(
         extra_spark.setdefault("spark.pyspark.python", f"{VENV}/bin/python")
         extra_spark.setdefault("spark.pyspark.driver.python", f"{VENV}/bin/python")
     cpu = settings.cpu_core
+    discovery = str(layout.script(L.GPU_DISCOVERY))
     if cpu is not None:
-        configurations, cpu_node, gpu_node = stage_level_configurations(profile, cpu, extra_spark=extra_spark)
+        configurations, cpu_node, gpu_node = stage_level_configurations(
+            profile, cpu, discovery_script=discovery, extra_spark=extra_spark)
         instances = _instance_fleets(profile, settings, (cpu_node, gpu_node))
     else:
         nodes = settings.core_count(profile) + settings.spot_task_count
         configurations = gpu_configurations(profile, executors=nodes * profile.gpus_per_instance,
-                                            am_on_core=settings.fleet, extra_spark=extra_spark)
+                                            discovery_script=discovery, am_on_core=settings.fleet,
+                                            extra_spark=extra_spark)
         instances = _instance_fleets(profile, settings) if settings.fleet else _instance_groups(profile, settings)
     instances.update(KeepJobFlowAliveWhenNoSteps=settings.keep_alive, TerminationProtected=False)
     if settings.key_name:

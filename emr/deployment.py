@@ -12,7 +12,7 @@ Variable ``accel_scoring`` (JSON)::
       "subnet_id": "subnet-..." (or a list, with "fleet": true), "fleet": false,
       "spot_task_count": 0, "instance_profile": "EMR_EC2_DefaultRole",
       "cpu_core_type": "m6i.2xlarge", "gpu_task_count": 2,   # stage-level layout, with fleet and EMR 8
-      "service_role": "EMR_DefaultRole_V2", "python_env": "archive", "release_label": "emr-7.14.0",
+      "service_role": "EMR_DefaultRole_V2", "python_env": "archive", "release_label": "emr-spark-8.1.0",
       "pip_extras": "aws,gpu", "torch_index_url": "...", "nvidia_index_url": "...",  # "bootstrap" only
       "cluster_id": "j-...",                             # the existing-cluster DAG only
       "cache": "s3://bucket/accel-scoring/cache/",       # optional: each job gets --cache <cache><job>/
@@ -23,7 +23,7 @@ Variable ``accel_scoring`` (JSON)::
       },
       "eks": {"virtual_cluster_id": "...", "execution_role_arn": "arn:aws:iam::...:role/...",
               "image": "....dkr.ecr....amazonaws.com/accel-scoring-neuron:1",
-              "release_label": "emr-7.13.0-latest", "log_uri": "s3://bucket/eks-logs/", "executors": 2,
+              "release_label": "emr-spark-8.1.0-latest", "log_uri": "s3://bucket/eks-logs/", "executors": 2,
               "instance_type": "inf2.xlarge", "executor_scheduler": "my-scheduler"}
     }
 
@@ -33,6 +33,7 @@ DAG params (set when triggering) override ``profile``, ``core_count`` and ``clus
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Mapping
 
 from emr import layout as L
@@ -125,7 +126,21 @@ def scoring_steps(settings: Mapping[str, Any], run_date: str) -> list[dict[str, 
             for job in selected_jobs(settings)]
 
 
-def eks_job_runs(settings: Mapping[str, Any], run_date: str, *, token_prefix: str = "") -> dict[str, dict[str, Any]]:
+def job_run_token(dag_id: str, run_id: str, job: str, first_try: int) -> str:
+    """StartJobRun's ``clientToken`` for one job of one DAG run, within one cycle of task tries.
+
+    EMR on EKS answers a StartJobRun whose token it has seen with the job run it started then, so
+    a submit task retried after a lost answer gets that run instead of starting a second one.
+    ``first_try`` is the first try number of the task's current cycle (Airflow's own
+    ``max_tries - retries + 1``): the same for every retry, new once someone clears the task, so
+    clearing still starts the job again. A hash keeps the token within StartJobRun's 64
+    characters whatever the run id.
+    """
+    digest = hashlib.sha256(f"{dag_id}\n{run_id}\n{job}\n{first_try}".encode()).hexdigest()[:40]
+    return f"{job}-{digest}"
+
+
+def eks_job_runs(settings: Mapping[str, Any], run_date: str) -> dict[str, dict[str, Any]]:
     """``StartJobRun`` requests per selected job for EMR on EKS (Inferentia)."""
     _require(settings, "prefix", "eks")
     eks = settings["eks"]
@@ -138,10 +153,6 @@ def eks_job_runs(settings: Mapping[str, Any], run_date: str, *, token_prefix: st
         executor_scheduler=eks.get("executor_scheduler"),
     )
     layout = L.Layout.at(settings["prefix"])
-    return {
-        job: build_start_job_run_request(
-            layout, job_request(settings, job, run_date), eks_settings,
-            client_token=f"{token_prefix}{job}-{run_date}"[:64] if token_prefix else None)
-        for job in selected_jobs(settings)
-    }
+    return {job: build_start_job_run_request(layout, job_request(settings, job, run_date), eks_settings)
+            for job in selected_jobs(settings)}
 

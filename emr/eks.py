@@ -12,9 +12,9 @@ granted core. The discovery script reports that core, and refuses to guess when 
 missing and it sees more cores than ``EXECUTOR_NEURONCORES_ENV`` says the executor asked for:
 two executors on one device would otherwise both claim core 0.
 
-The release label picks the line (emr/releases.py): ``emr-7.13.0-latest`` (Spark 3.5) by
-default, ``emr-spark-8.0.0-latest`` for Spark 4; the image must be built on that release's base
-image, since the job's Spark is the image's.
+The release label picks the line (emr/releases.py): by default the newest long-term-support
+release's EMR on EKS label, or another line's (``emr-7.14.0-latest`` for Spark 3.5); the image
+must be built on that release's base image, since the job's Spark is the image's.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ class EnvInfo:
 
     @property
     def cuda_majors(self) -> set[int]:
-        """The CUDA major versions the installed wheels were built for (12 in cu12, cu128)."""
+        """The CUDA major versions the installed wheels were built for (12 in cu12, cu126)."""
         majors = {int(m.group(1)) for name in self.distributions if (m := _CUDA_DIST.search(name))}
         torch_local = (self.distributions.get("torch") or "").partition("+")[2]
         if re.fullmatch(r"cu\d{3,}", torch_local):

@@ -7,7 +7,7 @@
     <prefix>/package/<the project wheel>                  for the bootstrap-installed environment
     <prefix>/env/accel-scoring-env.tar.gz                 venv-pack archive (spark.archives)
     <prefix>/env/accel-scoring-env.json                   what that archive holds (emr/envinfo.py)
-    <prefix>/scripts/<name>                               bootstrap and discovery scripts
+    <prefix>/scripts/<name>                               bootstrap and discovery scripts (get_gpus.sh)
     <prefix>/scripts/gpu-requirements.txt                 the CUDA torch + TensorRT pins they install
     <prefix>/eks/<name>                                   pod templates for EMR on EKS
     <prefix>/models/<name>/<version>/                     model artifacts (manifest.json + files)
@@ -28,7 +28,8 @@ CGROUP_BOOTSTRAP = "gpu-cgroup-bootstrap.sh"
 INSTALL_ENV_BOOTSTRAP = "install-python-env.sh"
 CACHE_DIR_BOOTSTRAP = "node-cache-dir.sh"
 NEURON_DISCOVERY = "get_neuroncores.py"
-GPU_REQUIREMENTS = "gpu-requirements.txt"  # emr/docker/, read by install-python-env.sh too
+GPU_DISCOVERY = "get_gpus.sh"  # shipped with every application on the GPU clusters (emr/profiles.py)
+GPU_REQUIREMENTS = "gpu-requirements.txt"  # written to dist/ by `python -m emr package` (emr/stacks.py GPU)
 EXECUTOR_POD_TEMPLATE = "executor-pod-template.yaml"
 DRIVER_POD_TEMPLATE = "driver-pod-template.yaml"
 

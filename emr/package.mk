@@ -4,11 +4,11 @@
 #
 # The archive links to the building machine's Python and holds its compiled wheels: for EMR 7
 # build it on Amazon Linux 2023 with Python 3.11, e.g. with `make package-al2023` (Docker).
-# `make package-gpu` builds the GPU profiles' archive the same way, with the CUDA torch and
-# TensorRT of emr/docker/gpu-requirements.txt; it needs the two package indexes they come from:
-#   make package-gpu TORCH_INDEX_URL=<PyTorch's CUDA 12.8 wheel index> NVIDIA_INDEX_URL=<NVIDIA's package index>
+# `make package-gpu` builds the GPU profiles' archive the same way, with the GPU stack of
+# dist/gpu-requirements.txt (emr/stacks.py); it needs the two package indexes it comes from:
+#   make package-gpu TORCH_INDEX_URL=<PyTorch's CUDA 12.6 wheel index> NVIDIA_INDEX_URL=<NVIDIA's package index>
 # RELEASE_LABEL picks the release line the archive is built for (its pip constraints,
-# emr/releases.py); without it, EMR 7's; for EMR 8:   make package-al2023 RELEASE_LABEL=emr-spark-8.0.0
+# emr/releases.py); without it, the default release's; for EMR 7:   make package-al2023 RELEASE_LABEL=emr-7.14.0
 
 PACKAGE_PYTHON ?= .venv/bin/python
 DIST ?= dist

@@ -13,6 +13,9 @@
 ``dist/accel-scoring-constraints.txt``
     the release line's pip constraints (emr/releases.py: what that line's PySpark needs of
     pandas, pyarrow and numpy), under which the archive is built, here or in the container.
+``dist/gpu-requirements.txt``
+    the GPU stack's pins (emr/stacks.py ``GPU``: the CUDA torch and TensorRT), which
+    `make package-gpu` and the bootstrap environment install before the wheel.
 
 The release line is chosen by ``--release-label`` (default EMR 7's). pyspark itself never goes
 into the archive: the cluster's Spark brings its own, on the executors' PYTHONPATH.
@@ -21,8 +24,7 @@ A venv-pack archive reuses the base interpreter of the machine it was built on (
 link to it) and its compiled wheels must suit the nodes' C library: for EMR 7 build it on
 Amazon Linux 2023 with Python 3.11 (``make package-al2023`` does that in a container), where
 the interpreter is ``/usr/bin/python3.11`` as on the EMR nodes. ``make package-gpu`` builds the
-GPU profiles' archive there too, with the CUDA torch and TensorRT pinned in
-emr/docker/gpu-requirements.txt.
+GPU profiles' archive there too, with the CUDA torch and TensorRT of ``dist/gpu-requirements.txt``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from emr import envinfo
 from emr import layout as L
 from emr.errors import EmrError
 from emr.releases import DEFAULT, ReleaseLine
+from emr.stacks import GPU, GpuStack
 
 PACKAGES = ("engines", "udfs", "jobs", "emr")
 ENV_DIRNAME = "accel-scoring-env"
@@ -108,6 +111,16 @@ def write_constraints(dist: Path, line: ReleaseLine) -> Path:
     return out
 
 
+def write_gpu_requirements(dist: Path, stack: GpuStack = GPU) -> Path:
+    """The GPU stack's pins as a pip requirements file, with a header naming the stack and its indexes."""
+    dist.mkdir(parents=True, exist_ok=True)
+    out = dist / L.GPU_REQUIREMENTS
+    indexes = " and ".join(f"{index} ({index.option})" for index in stack.indexes())
+    out.write_text(f"# {stack.describe()} (emr/stacks.py); from {indexes} besides the public index\n"
+                   f"{stack.requirements()}")
+    return out
+
+
 def build_env_archive(
     wheel: Path, dist: Path, *, extras: str = EXECUTOR_EXTRAS, line: ReleaseLine = DEFAULT,
     python: str = sys.executable, echo: Callable[[str], None] = print,
@@ -137,7 +150,8 @@ def planned(dist: Path, *, with_env: bool = True, extras: str = EXECUTOR_EXTRAS,
     pins = ", ".join(name + spec for name, spec in line.executor_libraries.items())
     items = [f"{dist}/accel_scoring-<version>-py3-none-any.whl (pip wheel, no dependencies)",
              f"{dist / L.PYFILES_ZIP} (the --py-files zip of {', '.join(PACKAGES)})",
-             f"{dist / CONSTRAINTS} ({line.name}, Spark {line.spark}: {pins})"]
+             f"{dist / CONSTRAINTS} ({line.name}, Spark {line.spark}: {pins})",
+             f"{dist / L.GPU_REQUIREMENTS} (the GPU stack for make package-gpu and the bootstrap: {GPU.describe()})"]
     if with_env:
         items.append(f"{dist / L.ENV_ARCHIVE} (a venv with the wheel[{extras}] under those constraints, "
                      "packed by venv-pack)")
@@ -149,9 +163,9 @@ def build_all(
     repo: Path, dist: Path, *, with_env: bool = True, extras: str = EXECUTOR_EXTRAS, line: ReleaseLine = DEFAULT,
     echo: Callable[[str], None] = print,
 ) -> list[Path]:
-    """The wheel, the zip and the constraints; with ``with_env`` the archive built under them."""
+    """The wheel, the zip, the constraints and the GPU pins; with ``with_env`` the archive built under the constraints."""
     built = [build_wheel(repo, dist, echo), build_pyfiles_zip(repo, dist / L.PYFILES_ZIP),
-             write_constraints(dist, line)]
+             write_constraints(dist, line), write_gpu_requirements(dist)]
     if with_env:
         built.append(build_env_archive(built[0], dist, extras=extras, line=line, echo=echo))
     return built

@@ -1,8 +1,10 @@
-"""Offline checks of a GPU run before any cluster exists: what would fail on the nodes, found here.
+"""Checks of a GPU run before any cluster exists: what would fail on the nodes, found here.
 
 ``check`` compares a profile (its GPU), a release label (its Spark line and Python), an
-environment archive (emr/envinfo.py) and optionally a compiled artifact, and returns one
-sentence per problem. Nothing here talks to AWS.
+environment archive (emr/envinfo.py), optionally a compiled artifact, and the NVIDIA driver
+of the nodes when known against the CUDA stack the environment holds (emr/stacks.py), and
+returns one sentence per problem. ``online`` asks the package indexes CI cannot reach
+whether the stacks' pins are there (emr/index_check.py). Nothing here talks to AWS.
 """
 
 from __future__ import annotations
@@ -11,10 +13,15 @@ import re
 
 from engines.artifact import Manifest
 from engines.errors import ArtifactError, TargetMismatchError
+from dataclasses import dataclass
+from typing import Mapping
+
+from emr import index_check
 from emr.envinfo import EnvInfo
 from emr.errors import EmrError
 from emr.profiles import GpuProfile
 from emr.releases import ReleaseLine, known, line_of
+from emr.stacks import GPU, INDEXES, NEURON, STACKS, GpuStack, Pin
 
 _CC = re.compile(r"\bsm(\d)(\d)\b")
 
@@ -91,7 +98,7 @@ def _env_problems(env: EnvInfo, backend: str) -> list[str]:
                             "build (`make package-gpu`)")
         if len(env.cuda_majors) > 1:
             problems.append(f"the environment mixes CUDA {' and '.join(map(str, sorted(env.cuda_majors)))} "
-                            "wheels; torch and TensorRT must share one CUDA major (emr/docker/gpu-requirements.txt)")
+                            "wheels; torch and TensorRT must share one CUDA major (emr/stacks.py)")
     return problems
 
 
@@ -125,10 +132,44 @@ def _artifact_problems(manifest: Manifest, backend: str, profile: GpuProfile, en
     return problems
 
 
+@dataclass(frozen=True)
+class Driver:
+    """The NVIDIA driver of the GPU nodes, as ``nvidia-smi --query-gpu=driver_version`` prints it."""
+
+    version: str
+    where: str
+
+    @classmethod
+    def parse(cls, text: str, where: str) -> "Driver":
+        if not re.fullmatch(r"\d{3,}(\.\d+){1,2}", text.strip()):
+            raise EmrError(f"{where} {text!r} is not an NVIDIA driver version such as 550.163.01", exit_code=2)
+        return cls(text.strip(), where)
+
+    @property
+    def branch(self) -> int:
+        return int(self.version.split(".")[0])
+
+
+def stack_of(env: EnvInfo) -> GpuStack | None:
+    """The GPU stack (emr/stacks.py) of the environment's one CUDA major; None for a CPU environment or a mix."""
+    majors = env.cuda_majors
+    return STACKS.get(next(iter(majors))) if len(majors) == 1 else None
+
+
+def driver_problems(stack: GpuStack | None, driver: Driver | None) -> list[str]:
+    """The driver against the stack, with the fix in the same sentence."""
+    if stack is None or driver is None or driver.branch >= stack.driver_min:
+        return []
+    runnable = [s for s in STACKS.values() if s.driver_min <= driver.branch]
+    fix = (f"build the environment with the CUDA {runnable[0].cuda_major} stack instead (emr/stacks.py)" if runnable
+           else f"run on nodes with driver R{stack.driver_min} or newer (another EMR release or a custom AMI)")
+    return [f"NVIDIA driver {driver.version} ({driver.where}) cannot run the environment's {stack.describe()}: {fix}"]
+
+
 def check(profile: GpuProfile, release_label: str, env: EnvInfo, *, backend: str = "auto",
-          manifest: Manifest | None = None) -> list[str]:
+          manifest: Manifest | None = None, driver: Driver | None = None) -> list[str]:
     """Every problem found, one sentence each; empty when the run can start."""
-    problems = _release_problems(release_label, env)
+    problems = _release_problems(release_label, env) + driver_problems(stack_of(env), driver)
     if backend != "auto":
         problems += _env_problems(env, backend)
     elif manifest is None:
@@ -136,3 +177,33 @@ def check(profile: GpuProfile, release_label: str, env: EnvInfo, *, backend: str
     if manifest is not None:
         problems += _artifact_problems(manifest, backend, profile, env)
     return problems
+
+
+def online_pins(stack: GpuStack = GPU) -> dict[str, tuple[Pin, ...]]:
+    """The pins each index beyond the public one must hold, by INDEXES key."""
+    pins: dict[str, list[Pin]] = {}
+    for pin in (*stack.pins, *stack.tensorrt_parts, *NEURON.pins):
+        if pin.index != "pypi":
+            pins.setdefault(pin.index, []).append(pin)
+    return {key: tuple(value) for key, value in pins.items()}
+
+
+def online(urls: Mapping[str, str | None], stack: GpuStack = GPU) -> tuple[list[str], list[str]]:
+    """Ask each index whose URL is given for its pins: (what was found or not checked, problems)."""
+    found, problems = [], []
+    for key, pins in online_pins(stack).items():
+        index, url = INDEXES[key], urls.get(key)
+        if not url:
+            found.append(f"not checked: {index} ({', '.join(p.requirement for p in pins)}; pass {index.option} URL)")
+            continue
+        for pin in pins:
+            try:
+                why = index_check.missing(pin, index_url=url)
+            except EmrError as exc:  # unreachable, or pip failed: nothing is known about the rest either
+                problems.append(f"{index}: {exc}")
+                break
+            if why:
+                problems.append(why)
+            else:
+                found.append(f"{pin.requirement} is on {index} ({url})")
+    return found, problems

@@ -8,7 +8,9 @@ on a core node): ``fits_on_node`` checks that for every profile. ``spark_default
 ``gpu_configurations`` build fresh dicts on each call.
 
 The YARN and container-executor settings follow the EMR release guide's GPU page for 7.x, and
-EMR 8 clusters get the same (emr/releases.py says why). ``stage_level_configurations`` is the
+EMR 8 clusters get the same (emr/releases.py says why). The GPU discovery script is the
+project's own (emr/scripts/get_gpus.sh), staged with the jobs and shipped with every
+application, so nothing depends on what EMR installs under /usr/lib/spark. ``stage_level_configurations`` is the
 other layout: CPU core nodes, GPUs only on task nodes, dynamic allocation on, for jobs that put
 a GPU ResourceProfile on their scoring stage (Spark 4). EMR offers no Inferentia instances, so
 Neuron runs on EMR on EKS (see emr/eks.py).
@@ -21,13 +23,19 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from emr import layout as L
 from emr.errors import EmrError
 from emr.releases import DEFAULT
+from emr.stacks import GPU
 from engines.store import CACHE_ENV  # read by the artifact store and the TensorRT plan cache
 from jobs.stage_resources import SCORING_PREFIX  # the keys the jobs' --scoring-resources reads
 
 DEFAULT_RELEASE_LABEL = DEFAULT.default_label  # emr/releases.py holds it; this name for importers
-GPU_DISCOVERY_SCRIPT = "/usr/lib/spark/scripts/gpu/getGpusResources.sh"  # installed by EMR
+# Where executors find the staged discovery script: YARN localizes spark.yarn.dist.files into
+# every container's working directory (executable), so the path is relative.
+GPU_DISCOVERY_SCRIPT = f"./{L.GPU_DISCOVERY}"
+# Read by emr/scripts/get_gpus.sh: the oldest NVIDIA driver branch the executors' CUDA stack runs on.
+DRIVER_MIN_ENV = "ACCEL_SCORING_MIN_DRIVER"
 CGROUP_ROOT = "/spark-rapids-cgroup"
 # EMR mounts the nodes' EBS data volumes under /mnt; the root volume only holds the OS.
 PLAN_CACHE_DIR = "/mnt/accel-scoring-cache"
@@ -85,6 +93,9 @@ def _siblings(family: str, *sizes: str) -> tuple[str, ...]:
 
 
 def _profiles() -> Mapping[str, GpuProfile]:
+    """The profiles. Instance type, GPU model and count, vCPUs and memory (GiB) are EC2's facts, as
+    its instance type pages list them (https://aws.amazon.com/ec2/instance-types/, checked
+    2026-12-03); compute capabilities are NVIDIA's; the executor sizes are this project's."""
     small = {"vcpus": 8, "executor_cores": 4}
     items = [
         GpuProfile("g4dn", "g4dn.2xlarge", "T4 (sm75)", 1, memory_gib=32, **small,
@@ -145,9 +156,12 @@ def fits_on_node(profile: GpuProfile) -> list[str]:
     return problems
 
 
-def _common_spark_defaults() -> dict[str, str]:
-    """What every application on either layout gets: the driver, the plan cache, Arrow, overwrite."""
+def _common_spark_defaults(discovery_script: str) -> dict[str, str]:
+    """What every application on either layout gets: the driver, the plan cache, Arrow, overwrite,
+    and the GPU discovery script (``discovery_script``: its staged URI) with the driver it checks."""
     return {
+        "spark.yarn.dist.files": discovery_script,
+        f"spark.executorEnv.{DRIVER_MIN_ENV}": str(GPU.driver_min),
         "spark.driver.memory": f"{DRIVER_MEMORY_MB}m",
         "spark.driver.memoryOverhead": f"{DRIVER_MEMORY_OVERHEAD_MB}m",
         "spark.driver.cores": str(DRIVER_CORES),
@@ -159,14 +173,14 @@ def _common_spark_defaults() -> dict[str, str]:
     }
 
 
-def spark_defaults(profile: GpuProfile, executors: int) -> dict[str, str]:
+def spark_defaults(profile: GpuProfile, executors: int, discovery_script: str) -> dict[str, str]:
     """Spark settings for every application on a cluster of this profile with ``executors`` GPUs.
 
     Dynamic allocation (on by default on EMR) is off: with one GPU per executor it would queue
     executors no GPU is free for, or keep GPUs idle; instead each GPU gets one executor.
     """
     conf = {
-        **_common_spark_defaults(),
+        **_common_spark_defaults(discovery_script),
         "spark.dynamicAllocation.enabled": "false",
         "spark.executor.instances": str(executors),
         "spark.executor.resource.gpu.amount": "1",
@@ -230,12 +244,12 @@ def _capacity_scheduler() -> dict[str, Any]:
 
 
 def gpu_configurations(
-    profile: GpuProfile, *, executors: int, am_on_core: bool = False,
+    profile: GpuProfile, *, executors: int, discovery_script: str, am_on_core: bool = False,
     extra_spark: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """EMR ``Configurations`` for YARN GPU isolation on every node plus ``spark-defaults``."""
     yarn_site = {**_gpu_node_yarn_site(profile), **_cluster_yarn_site(profile.yarn_memory_mb, am_on_core)}
-    spark = {**spark_defaults(profile, executors), **(extra_spark or {})}
+    spark = _with_extra(spark_defaults(profile, executors, discovery_script), extra_spark)
     return [
         {"Classification": "yarn-site", "Properties": yarn_site},
         _gpu_container_executor(),
@@ -257,6 +271,7 @@ class CpuNode:
         return int(self.memory_gib * 1024 * YARN_MEMORY_SHARE)
 
 
+# vCPUs and memory (GiB) as EC2's instance type pages list them (checked 2026-12-03).
 CPU_NODES: Mapping[str, CpuNode] = MappingProxyType({n.instance_type: n for n in (
     CpuNode("m6i.2xlarge", 8, 32), CpuNode("m6i.4xlarge", 16, 64), CpuNode("m7i.2xlarge", 8, 32),
     CpuNode("m7i.4xlarge", 16, 64), CpuNode("r6i.2xlarge", 8, 64),
@@ -276,7 +291,17 @@ def get_cpu_node(instance_type: str) -> CpuNode:
                        "(emr/profiles.py CPU_NODES)", exit_code=2) from None
 
 
-def stage_level_spark_defaults(profile: GpuProfile) -> dict[str, str]:
+def _with_extra(defaults: dict[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
+    """``extra`` over ``defaults``, except that files to ship are added to the discovery script, not
+    put in its place (an executor without it cannot start)."""
+    merged = {**defaults, **(extra or {})}
+    key = "spark.yarn.dist.files"
+    if extra and key in extra and defaults[key] not in extra[key].split(","):
+        merged[key] = f"{extra[key]},{defaults[key]}"
+    return merged
+
+
+def stage_level_spark_defaults(profile: GpuProfile, discovery_script: str) -> dict[str, str]:
     """Spark settings for the stage-level layout: CPU executors by default, YARN starts GPU ones on demand.
 
     Dynamic allocation is on (a ResourceProfile with executor resources needs it on YARN) with
@@ -296,7 +321,7 @@ def stage_level_spark_defaults(profile: GpuProfile) -> dict[str, str]:
         "executor.memoryOverhead": f"{profile.executor_memory_overhead_mb}m",
     }
     conf = {
-        **_common_spark_defaults(),
+        **_common_spark_defaults(discovery_script),
         "spark.dynamicAllocation.enabled": "true",
         "spark.shuffle.service.enabled": "true",
         "spark.executor.cores": str(CPU_EXECUTOR_CORES),
@@ -309,7 +334,7 @@ def stage_level_spark_defaults(profile: GpuProfile) -> dict[str, str]:
 
 
 def stage_level_configurations(
-    profile: GpuProfile, cpu: CpuNode, *, extra_spark: Mapping[str, str] | None = None,
+    profile: GpuProfile, cpu: CpuNode, *, discovery_script: str, extra_spark: Mapping[str, str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """``Configurations`` for the cluster, each CPU core instance type and each GPU task instance type.
 
@@ -324,7 +349,7 @@ def stage_level_configurations(
          "Properties": _cluster_yarn_site(max(cpu.yarn_memory_mb, profile.yarn_memory_mb), am_on_core=True)},
         _capacity_scheduler(),
         {"Classification": "spark-defaults",
-         "Properties": {**stage_level_spark_defaults(profile), **(extra_spark or {})}},
+         "Properties": _with_extra(stage_level_spark_defaults(profile, discovery_script), extra_spark)},
     ]
     cpu_node = [{"Classification": "yarn-site",
                  "Properties": {"yarn.nodemanager.resource.memory-mb": str(cpu.yarn_memory_mb)}}]

@@ -19,10 +19,9 @@ from emr.s3 import S3Uri, UploadResult, read_bytes, require_object, upload
 
 EMR_DIR = Path(__file__).resolve().parent
 REPO_ROOT = EMR_DIR.parent
-SCRIPTS = (L.CGROUP_BOOTSTRAP, L.CACHE_DIR_BOOTSTRAP, L.INSTALL_ENV_BOOTSTRAP, L.NEURON_DISCOVERY)
+SCRIPTS = (L.CGROUP_BOOTSTRAP, L.CACHE_DIR_BOOTSTRAP, L.INSTALL_ENV_BOOTSTRAP, L.NEURON_DISCOVERY,
+           L.GPU_DISCOVERY)
 POD_TEMPLATES = (L.EXECUTOR_POD_TEMPLATE, L.DRIVER_POD_TEMPLATE)
-# The pins `make package-gpu` installs; staged beside the scripts for the bootstrap environment.
-GPU_REQUIREMENTS = EMR_DIR / "docker" / L.GPU_REQUIREMENTS
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,9 @@ def plan_stage(
             plan.append(Upload(manifest, layout.env_manifest, "environment manifest"))
     for name in SCRIPTS:
         add(EMR_DIR / "scripts" / name, layout.script(name), f"script {name}", "part of emr/")
-    add(GPU_REQUIREMENTS, layout.script(L.GPU_REQUIREMENTS), "GPU requirements", "part of emr/")
+    # The pins `make package-gpu` installs, for the bootstrap environment (emr/stacks.py GPU).
+    add(dist_dir / L.GPU_REQUIREMENTS, layout.script(L.GPU_REQUIREMENTS), "GPU requirements",
+        "run `make package`")
     for name in POD_TEMPLATES:
         add(EMR_DIR / "k8s" / name, layout.eks(name), f"pod template {name}", "part of emr/")
     if model_dir is not None:

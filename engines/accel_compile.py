@@ -25,7 +25,24 @@ from engines import onnx_precision, parity, registry, trt_build
 from engines.errors import ArtifactError, EngineUnavailableError
 from engines.stage import CompileJob, Stage
 
-NEURONX_TARGETS = ("inf2", "trn1", "trn1n", "trn2")
+NEURONX_TARGETS = ("inf2", "trn1", "trn1n")
+# Targets neuronx-cc still knows but no supported inference runtime runs this project's torch-neuronx
+# (PyTorch/XLA) artifacts on: "Neuron no longer supports PyTorch/XLA inference on Trn2 and Trn3
+# starting with Neuron 2.34" (Neuron announcement announce-no-support-torch-xla-inference-trn, read
+# 2026-12-03). Compiling for them would make an artifact nothing here can serve.
+RETIRED_NEURONX_TARGETS = {
+    "trn2": "Neuron 2.34 ended torch-neuronx (PyTorch/XLA) inference on Trn2 and Trn3, so a trn2 artifact has "
+            "no supported runtime; compile for inf2 or trn1",
+}
+
+
+def check_neuron_target(target: str) -> str:
+    """``target`` if neuronx-cc may compile for it here; an ``ArtifactError`` saying why not otherwise."""
+    if target in RETIRED_NEURONX_TARGETS:
+        raise ArtifactError(f"--neuron-target {target}: {RETIRED_NEURONX_TARGETS[target]}")
+    if target not in NEURONX_TARGETS:
+        raise ArtifactError(f"--neuron-target must be one of {NEURONX_TARGETS}, got {target!r}")
+    return target
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,9 +192,7 @@ class NeuronxStage(NeuronStage):
     def compile_options(self, job: CompileJob) -> tuple[list[str], str, dict]:
         from engines import hardware
 
-        target = job.options.neuron_target
-        if target not in NEURONX_TARGETS:
-            raise ArtifactError(f"--neuron-target must be one of {NEURONX_TARGETS}, got {target!r}")
+        target = check_neuron_target(job.options.neuron_target)
         cast = (["--auto-cast", "none"] if job.precision == "fp32"
                 else ["--auto-cast", "matmult", "--auto-cast-type", job.precision])
         extra = {} if hardware.neuron_device_present() else {"cpu_backend": True}  # trace on a CPU-only box

@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--build", action="store_true",
                      help="tensorrt: build the plan for this machine's GPU now, check it and ship it in the artifact; "
                           "default: executors build on first use")
-    opt.add_argument("--neuron-target", default="inf2", help="neuronx: neuronx-cc --target (inf2, trn1, trn1n, trn2); "
+    opt.add_argument("--neuron-target", default="inf2", help="neuronx: neuronx-cc --target (inf2, trn1, trn1n); "
                                                               "default: inf2")
     opt.add_argument("--max-seq-len", type=int, default=256, help="tokens per input (pair or text); default: 256")
     opt.add_argument("--buckets", type=parse_buckets, default=None,
@@ -213,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.precision:
             registry.check_precision(args.backend, args.precision)
+        if args.backend == "neuronx":
+            from engines.accel_compile import check_neuron_target
+
+            check_neuron_target(args.neuron_target)
     except ArtifactError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -188,8 +188,9 @@ class NeuronxEngine(NeuronBase):
     folder_name = "neuronx"
     @staticmethod
     def install_hint() -> str:
-        return ("install torch-neuronx==2.9.* (with neuronx-cc) from the Neuron pip repository into the "
-                "executors' Python 3.11 environment; see docs/accelerators.md")
+        return ("install the wheel's neuronx extra (torch-neuronx and neuronx-cc of one Neuron release, "
+                "pyproject.toml) with the Neuron pip repository as an extra index into the executors' Python 3.11 "
+                "environment; see docs/accelerators.md")
 
 
 class NeuronEngine(NeuronBase):

@@ -86,6 +86,37 @@ def test_gpu_discovery_script_fails_loudly_without_nvidia_smi(fake_tools):
     assert done.returncode == 1 and "nvidia-smi not found" in done.stderr and done.stdout == ""
 
 
+def _nvidia_smi(driver: str) -> dict:
+    return {"--query-gpu=index": (CANNED / "nvidia-smi-4gpu.txt").read_text(),
+            "--query-gpu=driver_version": f"{driver}\n{driver}\n{driver}\n{driver}\n"}
+
+
+@pytest.mark.parametrize("driver, ok", [("550.163.01", True), ("525.60.13", True), ("470.256.02", False)])
+def test_gpu_discovery_refuses_a_driver_the_executors_stack_cannot_use(fake_tools, driver, ok):
+    """ACCEL_SCORING_MIN_DRIVER (the cluster's spark-defaults): an executor on an old driver fails at start, saying so."""
+    fake_tools(nvidia_smi=_nvidia_smi(driver))
+    done = _run_script("get_gpus.sh", {"ACCEL_SCORING_MIN_DRIVER": "525"})
+    assert f"NVIDIA driver {driver}; the CUDA stack of the executors needs R525 or newer" in done.stderr
+    if ok:
+        assert done.returncode == 0 and json.loads(done.stdout)["addresses"] == ["0", "1", "2", "3"]
+    else:
+        assert done.returncode == 1 and done.stdout == ""
+        assert f"NVIDIA driver {driver} cannot run the CUDA stack of the executors: run on nodes with driver R525" \
+               in done.stderr
+
+
+@pytest.mark.parametrize("tools, code, said", [
+    (dict(nvidia_smi=_nvidia_smi("550.163.01")), 0, "NVIDIA driver 550.163.01; CUDA 12 stack needs R525 or newer"),
+    (dict(nvidia_smi=_nvidia_smi("470.256.02")), 1, "NVIDIA driver 470.256.02 cannot run CUDA 12 stack"),
+    ({}, 0, "no nvidia-smi on this node, so no NVIDIA driver to check here"),  # the primary node
+])
+def test_the_bootstrap_driver_check_prints_the_driver_and_fails_an_old_one(fake_tools, tools, code, said):
+    fake_tools(**tools)
+    done = subprocess.run(["bash", str(SCRIPTS / "get_gpus.sh"), "--check-driver", "525", "CUDA 12 stack"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == code and said in done.stderr and done.stdout == ""
+
+
 @pytest.mark.parametrize("canned, expected", [
     ("neuron-ls-j-inf2-xlarge.json", ["0", "1"]),
     ("neuron-ls-j-inf2-24xlarge.json", [str(i) for i in range(12)]),

@@ -91,6 +91,19 @@ def test_compile_inf1_uses_fp32_cast_and_dynamic_batch_size(inf1):
     assert m.target["runtime"] == "torch-neuron" and m.target["instance"] == "inf1"
 
 
+def test_trn2_is_refused_since_neuron_ended_torch_neuronx_inference_there(tiny_models, tmp_path, capsys):
+    """Neuron 2.34 ended PyTorch/XLA inference on Trn2: an artifact for it would have no runtime."""
+    from engines import compile as compile_cli
+
+    with neuron_doubles():
+        rc = compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",
+                               "--backend", "neuronx", "--neuron-target", "trn2", "--max-seq-len", "64",
+                               "--buckets", "4x16,2x64", "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert rc == 2 and not (tmp_path / "x").exists()
+    assert "--neuron-target trn2: Neuron 2.34 ended torch-neuronx (PyTorch/XLA) inference on Trn2" in err
+
+
 @pytest.mark.parametrize("backend, needs", [("neuronx", "torch-neuronx"), ("neuron", "torch-neuron")])
 def test_compile_without_the_neuron_sdk_is_a_clear_error(tiny_models, tmp_path, capsys, backend, needs):
     """Inf1's torch-neuron cannot install next to torch >= 2.3 or on Python 3.11: its error says where it can."""
@@ -258,7 +271,7 @@ def test_without_the_runtime_the_error_names_it_and_the_fix(neuronx):
     folder, _ = neuronx
     mp = without_neuron_sdk()
     try:
-        with pytest.raises(EngineUnavailableError, match="backend neuronx needs torch-neuronx.*torch-neuronx==2.9"):
+        with pytest.raises(EngineUnavailableError, match="backend neuronx needs torch-neuronx.*neuronx extra .torch-neuronx and neuronx-cc of one Neuron release"):
             NeuronxEngine(folder, open_artifact(folder), Device("neuron", "0")).load()
     finally:
         mp.undo()

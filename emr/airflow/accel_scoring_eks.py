@@ -5,30 +5,46 @@ BODY  eks_config -> submit_<job> (EmrContainerOperator, no waiting; the job run'
       query_intent, ``--run-date {{ ds }}``.
 Settings come from the Variable ``accel_scoring`` (its ``eks`` and ``jobs`` keys). The DAG
 renders templates as native objects, so the job driver and configuration built by
-``emr.deployment.eks_job_runs`` reach the operator as dicts. Submit tasks are not retried: the
-operator makes a new idempotency token per attempt, so a retry would start a second job run.
+``emr.deployment.eks_job_runs`` reach the operator as dicts. Submit tasks are retried
+(``SUBMIT_RETRIES``): each passes the operator a ``client_request_token`` derived from the DAG
+run, the job and the task's cycle of tries (``emr.deployment.job_run_token``), so a retry after a
+lost answer gets the job run the first try started instead of starting a second one.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from airflow.providers.amazon.aws.operators.emr import EmrContainerOperator
 from airflow.providers.amazon.aws.sensors.emr import EmrContainerSensor
 from airflow.sdk import DAG, Variable, task
 
 from accel_scoring_sensors import container_sensor_args, sensor_mode
-from emr.deployment import VARIABLE, eks_job_runs, merged
+from emr.deployment import VARIABLE, eks_job_runs, job_run_token, merged
 from emr.layout import JOBS
 
 SENSORS = sensor_mode()
+SUBMIT_RETRIES = 2
 
 
-class TaggedEmrContainerOperator(EmrContainerOperator):
-    """EmrContainerOperator with ``tags`` rendered too: the provider renders the other StartJobRun
-    fields but passes ``tags`` as written, and the job run's tags come from ``eks_config``."""
+class SubmitJobRun(EmrContainerOperator):
+    """EmrContainerOperator for one job, safe to retry, with ``tags`` rendered too.
+
+    The provider renders the other StartJobRun fields but passes ``tags`` as written, and the job
+    run's tags come from ``eks_config``. Without a ``client_request_token`` it makes a new one per
+    try; this one passes ``job_run_token``, the same for every retry of a cycle of tries.
+    """
 
     template_fields = (*EmrContainerOperator.template_fields, "tags")
+
+    def __init__(self, *, job: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.job = job
+
+    def execute(self, context):
+        first_try = context["ti"].max_tries - (self.retries or 0) + 1
+        self.client_request_token = job_run_token(self.dag_id, context["run_id"], self.job, first_try)
+        return super().execute(context)
 
 
 with DAG(
@@ -52,8 +68,11 @@ with DAG(
     config = eks_config(run_date="{{ ds }}")
     for job in JOBS:
         request = f"ti.xcom_pull(task_ids='eks_config', key='{job}')"
-        submit = TaggedEmrContainerOperator(
+        submit = SubmitJobRun(
             task_id=f"submit_{job}",
+            job=job,
+            retries=SUBMIT_RETRIES,
+            retry_delay=timedelta(minutes=1),
             name=f"{{{{ {request}['name'] }}}}",
             virtual_cluster_id=f"{{{{ {request}['virtualClusterId'] }}}}",
             execution_role_arn=f"{{{{ {request}['executionRoleArn'] }}}}",

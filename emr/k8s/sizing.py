@@ -80,6 +80,9 @@ class Inf2Node:
         }
 
 
+# Instance size, vCPUs, memory (GiB) and Inferentia2 chips as the Neuron documentation's Inf2
+# architecture page lists them (aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/
+# inf2-arch.rst, read 2026-12-03); the executor requests after them are this project's sizing.
 INF2 = {node.instance_type: node for node in (
     Inf2Node("inf2.xlarge", 4, 16, 1, 1500, 2048, 3584),
     Inf2Node("inf2.8xlarge", 32, 128, 1, 14000, 8192, 16384),

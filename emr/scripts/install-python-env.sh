@@ -35,8 +35,9 @@ if [ -n "$REQUIREMENTS" ]; then
   TORCH_INDEX_URL="${5:?torch index url (with a requirements file)}"
   NVIDIA_INDEX_URL="${6:?nvidia index url (with a requirements file)}"
   aws s3 cp "$REQUIREMENTS" "$work/gpu-requirements.txt"
-  # tensorrt-cu12 looks for its libraries on NVIDIA_PIP_INDEX_URL; sudo would drop it unless set here.
-  sudo env NVIDIA_PIP_INDEX_URL="$NVIDIA_INDEX_URL" "$pip" install --no-cache-dir \
+  # tensorrt-cu12-libs on the public index is a wheel-stub, which fetches the real libraries from
+  # WHEEL_STUB_PIP_INDEX_URL (no other variable); sudo would drop it unless set here.
+  sudo env WHEEL_STUB_PIP_INDEX_URL="$NVIDIA_INDEX_URL" "$pip" install --no-cache-dir \
     --extra-index-url "$TORCH_INDEX_URL" --extra-index-url "$NVIDIA_INDEX_URL" -r "$work/gpu-requirements.txt"
 fi
 sudo "$pip" install --no-cache-dir "${wheel}[${EXTRAS}]"

@@ -250,15 +250,16 @@ def _eks_settings() -> dict:
     vc = boto3.client("emr-containers").create_virtual_cluster(
         name="inf2", containerProvider={"id": "scoring-eks", "type": "EKS",
                                         "info": {"eksInfo": {"namespace": "spark"}}})["id"]
+    # moto 5.2's StartJobRun knows only emr-N.N.0-... labels, not the default emr-spark-8.1.0-latest
     return {"prefix": PREFIX, "jobs": JOBS_SETTINGS, "eks": {
         "virtual_cluster_id": vc, "execution_role_arn": "arn:aws:iam::123456789012:role/emr-eks-job",
         "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/accel-neuron:1",
-        "log_uri": "s3://deploy/eks-logs/"}}
+        "release_label": "emr-7.14.0-latest", "log_uri": "s3://deploy/eks-logs/"}}
 
 
 def test_eks_dag_runs_both_jobs_on_neuroncores(dagbag, mode, aws, set_variable,
                                                end_on_second_look, inline_triggers) -> None:
-    from emr.deployment import eks_job_runs
+    from emr.deployment import eks_job_runs, job_run_token
 
     settings = _eks_settings()
     set_variable(settings)
@@ -271,6 +272,8 @@ def test_eks_dag_runs_both_jobs_on_neuroncores(dagbag, mode, aws, set_variable,
     requested = {r["name"]: r["tags"] for r in eks_job_runs(settings, "2026-11-01").values()}
     assert all(requested.values())
     assert {job.name: job.tags for job in runs.values()} == requested  # the operator passed them on
+    tokens = {job.name.split("-")[2]: job.client_token for job in runs.values()}
+    assert tokens == {job: job_run_token("accel_scoring_eks", run.run_id, job, 1) for job in ("duplicates", "query_intent")}
     for job in runs.values():
         driver = job.job_driver["sparkSubmitJobDriver"]
         assert driver["entryPointArguments"][driver["entryPointArguments"].index("--run-date") + 1] == "2026-11-01"
@@ -288,3 +291,45 @@ def test_failed_eks_job_run_fails_its_sensor_and_the_run(dagbag, mode, aws, set_
     assert str(run.state) == "failed", states
     _waited(run, mode, inline_triggers, "EmrContainerTrigger", WATCH)
     assert (states["watch_duplicates"], states["watch_query_intent"]) == ("failed", "success")
+
+
+@pytest.fixture
+def idempotent_start_job_run(monkeypatch) -> Counter:
+    """StartJobRun as EMR on EKS documents it: a token seen before returns that job run. The first
+    call per token also loses its answer (the run is started, the caller gets an error), as a
+    timeout would. Counts the calls per token."""
+    from moto.emrcontainers.models import EMRContainersBackend
+    from moto.emrcontainers.exceptions import ResourceNotFoundException
+
+    calls: Counter = Counter()
+    start = EMRContainersBackend.start_job_run
+
+    def start_job_run(self, **kwargs):
+        token = kwargs["client_token"]
+        calls[token] += 1
+        seen = [run for run in self.job_runs.values() if run.client_token == token]
+        if seen:
+            return seen[0]
+        start(self, **kwargs)
+        raise ResourceNotFoundException("the answer was lost")  # any error: the operator fails this try
+
+    monkeypatch.setattr(EMRContainersBackend, "start_job_run", start_job_run)
+    return calls
+
+
+def test_a_retried_submit_gets_the_job_run_its_first_try_started(dagbags, aws, set_variable, end_on_second_look,
+                                                                 idempotent_start_job_run) -> None:
+    """Each submit's first try starts its job run and fails; the retry sends the same token and
+    gets that run, so each job runs once and the DAG run succeeds."""
+    from datetime import timedelta
+
+    set_variable(_eks_settings())
+    end_on_second_look()
+    dag = _dag(dagbags["reschedule"], "accel_scoring_eks")
+    for job in ("duplicates", "query_intent"):
+        dag.task_dict[f"submit_{job}"].retry_delay = timedelta(0)
+    run = dag.test(logical_date=RUN_DATE)
+    assert str(run.state) == "success", _states(run)
+    assert sorted(job.name for job in moto_support.job_runs().values()) == [
+        "accel-scoring-duplicates-2026-11-01", "accel-scoring-query_intent-2026-11-01"]
+    assert sorted(idempotent_start_job_run.values()) == [2, 2]  # a lost answer, then the same run again

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from emr import packaging
 from emr.cli import main
 from tests import moto_support
 
@@ -36,6 +37,7 @@ def sources(tmp_path: Path) -> dict[str, Path]:
         d.mkdir(parents=True)
     (dist / "accel_scoring.zip").write_bytes(b"PK zip of engines, udfs, jobs, emr")
     (dist / "accel_scoring-0.1.0-py3-none-any.whl").write_bytes(b"PK wheel")
+    packaging.write_gpu_requirements(dist)
     with tarfile.open(dist / "accel-scoring-env.tar.gz", "w:gz") as tar:
         info = tarfile.TarInfo("bin/python")
         tar.addfile(info)
@@ -189,7 +191,7 @@ def test_create_cluster_sends_the_gpu_profile(staged, roles, capsys) -> None:
 
     cluster_id = _create_cluster(capsys, "--core-count", "3", "--tag", "team=search")
     cluster = boto3.client("emr").describe_cluster(ClusterId=cluster_id)["Cluster"]
-    assert cluster["Name"] == "nightly" and cluster["ReleaseLabel"] == "emr-7.14.0"
+    assert cluster["Name"] == "nightly" and cluster["ReleaseLabel"] == "emr-spark-8.1.0"  # the newest LTS release
     assert cluster["ServiceRole"] == "EMR_DefaultRole_V2"
     assert cluster["EbsRootVolumeSize"] == 100
     assert {"Key": "for-use-with-amazon-emr-managed-policies", "Value": "true"} in cluster["Tags"]
@@ -201,6 +203,12 @@ def test_create_cluster_sends_the_gpu_profile(staged, roles, capsys) -> None:
     assert core["InstanceType"] == "g5.2xlarge" and core["RequestedInstanceCount"] == 3
     actions = boto3.client("emr").list_bootstrap_actions(ClusterId=cluster_id)["BootstrapActions"]
     assert actions[0]["ScriptPath"] == PREFIX + "scripts/gpu-cgroup-bootstrap.sh"
+    assert [a["ScriptPath"] for a in actions if a["Name"] == "gpu-driver-check"] == [PREFIX + "scripts/get_gpus.sh"]
+    spark = classifications["spark-defaults"]["Properties"]
+    assert (spark["spark.yarn.dist.files"], spark["spark.executor.resource.gpu.discoveryScript"]) == \
+        (PREFIX + "scripts/get_gpus.sh", "./get_gpus.sh")
+    staged_script = boto3.client("s3").get_object(Bucket="deploy", Key="accel/v1/scripts/get_gpus.sh")["Body"].read()
+    assert staged_script == (REPO / "emr" / "scripts" / "get_gpus.sh").read_bytes()  # staged with the jobs
     assert {"Key": "team", "Value": "search"} in cluster["Tags"]
 
 
@@ -269,7 +277,7 @@ def test_stage_level_fleet_cluster_is_created(staged, roles, capsys) -> None:
 def test_stage_level_fleet_on_emr_7_is_refused_before_sending(aws, roles, capsys) -> None:
     aws.recorder.clear()
     code = main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS, "--fleet",
-                 "--cpu-core-type", "m6i.2xlarge", "--gpu-task-count", "2"])
+                 "--release-label", "emr-7.14.0", "--cpu-core-type", "m6i.2xlarge", "--gpu-task-count", "2"])
     assert code == 2
     assert "--cpu-core-type needs Spark 4" in capsys.readouterr().err
     assert aws.recorder.requests == []
@@ -287,7 +295,7 @@ def test_emr_6_release_label_is_refused_before_sending(aws, roles, capsys) -> No
 def test_create_cluster_bootstrap_installs_the_staged_gpu_requirements_from_both_indexes(staged, roles, capsys) -> None:
     import boto3
 
-    urls = ["https://torch.example.invalid/cu128", "https://nvidia.example.invalid/simple"]
+    urls = ["https://torch.example.invalid/cu126", "https://nvidia.example.invalid/simple"]
     cluster_id = _create_cluster(capsys, "--python-env", "bootstrap", "--torch-index-url", urls[0],
                                  "--nvidia-index-url", urls[1])
     actions = boto3.client("emr").list_bootstrap_actions(ClusterId=cluster_id)["BootstrapActions"]
@@ -296,7 +304,7 @@ def test_create_cluster_bootstrap_installs_the_staged_gpu_requirements_from_both
     assert install["Args"] == [PREFIX + "package/", "aws,fast,gpu", "/opt/accel-scoring/venv",
                                PREFIX + "scripts/gpu-requirements.txt", *urls]
     requirements = boto3.client("s3").get_object(Bucket="deploy", Key="accel/v1/scripts/gpu-requirements.txt")
-    assert requirements["Body"].read() == (REPO / "emr" / "docker" / "gpu-requirements.txt").read_bytes()
+    assert requirements["Body"].read() == (staged["dist"] / "gpu-requirements.txt").read_bytes()
 
 
 def test_create_cluster_bootstrap_gpu_without_indexes_is_refused_before_sending(aws, roles, capsys) -> None:
@@ -470,7 +478,9 @@ def _virtual_cluster() -> str:
 
 
 def _eks_args(vc: str, *extra: str) -> list[str]:
-    return ["eks-submit", "--virtual-cluster-id", vc, "--execution-role-arn",
+    """eks-submit on EMR 7's EKS label: moto 5.2's StartJobRun knows only emr-N.N.0-... labels, not the
+    default emr-spark-8.1.0-latest (a later --release-label in ``extra`` wins)."""
+    return ["eks-submit", "--release-label", "emr-7.14.0-latest", "--virtual-cluster-id", vc, "--execution-role-arn",
             "arn:aws:iam::123456789012:role/emr-eks-job", "--image", "123456789012.dkr.ecr.us-east-1.amazonaws.com/accel-neuron:1",
             "--prefix", PREFIX, "--log-uri", "s3://deploy/eks-logs/", "--job", "query_intent",
             "--input", "s3://data/queries/", "--output", "s3://data/intents/",
@@ -514,14 +524,14 @@ def test_eks_submit_requests_neuroncores_and_waits(staged, capsys) -> None:
         ["--backend", "neuronx", "--top-k", "3"]
 
 
-def test_eks_submit_on_the_spark_8_release(staged, capsys) -> None:
-    """A dry run: moto 5.2's StartJobRun knows only emr-N.N.0-... labels, not emr-spark-8.0.0-latest."""
+@pytest.mark.parametrize("label", ["emr-spark-8.0.0-latest", "emr-spark-8.1.0-latest"])
+def test_eks_submit_on_the_spark_8_release(staged, capsys, label) -> None:
+    """A dry run: moto 5.2's StartJobRun knows only emr-N.N.0-... labels, not emr-spark-8.x.0-latest."""
     vc = _virtual_cluster()
-    assert main(_eks_args(vc, "--release-label", "emr-spark-8.0.0-latest", "--dry-run", "--", "--backend",
-                          "neuronx")) == 0
+    assert main(_eks_args(vc, "--release-label", label, "--dry-run", "--", "--backend", "neuronx")) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
     sent = [x["params"] for x in lines if x["operation"] == "StartJobRun"][0]
-    assert sent["releaseLabel"] == "emr-spark-8.0.0-latest" and sent["virtualClusterId"] == vc
+    assert sent["releaseLabel"] == label and sent["virtualClusterId"] == vc
     assert moto_support.job_runs() == {}  # nothing was sent
 
 

@@ -47,7 +47,7 @@ def test_cluster_request_takes_emr_8_and_the_stage_level_fleet() -> None:
 
 def test_cluster_request_installs_the_bootstrap_gpu_stack_from_the_variables_indexes() -> None:
     bootstrap = {**SETTINGS, "python_env": "bootstrap"}
-    urls = {"torch_index_url": "https://torch.example.invalid/cu128",
+    urls = {"torch_index_url": "https://torch.example.invalid/cu126",
             "nvidia_index_url": "https://nvidia.example.invalid/simple"}
     install = cluster_request({**bootstrap, **urls})["BootstrapActions"][-1]["ScriptBootstrapAction"]
     assert install["Args"][1:] == ["aws,gpu", "/opt/accel-scoring/venv", "s3://deploy/v1/scripts/gpu-requirements.txt",

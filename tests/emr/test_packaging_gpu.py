@@ -1,8 +1,10 @@
 """`make package-gpu`, as far as it can be checked without Docker or the CUDA package indexes.
 
-The pins in emr/docker/gpu-requirements.txt must agree with the rest of the project (the gpu
-extra, the artifacts' TensorRT range, the Makefile's torch) and with each other (one CUDA major),
-and the make target must run the container with them. Building the archive is not tested here.
+The GPU stack (emr/stacks.py GPU), which `python -m emr package` writes to dist/gpu-requirements.txt,
+must agree with the rest of the project (the gpu extra, the artifacts' TensorRT range, the
+Makefile's torch) and with itself (one CUDA major), and the make target must run the container
+with it. Building the archive is not tested here; that the pins exist on the public index is
+tests/test_pinned_versions.py, on PyTorch's and NVIDIA's indexes `python -m emr preflight --online`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from emr import packaging
+from emr.stacks import GPU, STACKS, WHEEL_STUB_INDEX_ENV
 from engines import trt_build
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,8 +27,9 @@ DOCKER = REPO / "emr" / "docker"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 
 
-def pins() -> dict[str, Version]:
-    lines = [line.strip() for line in (DOCKER / "gpu-requirements.txt").read_text().splitlines()]
+def pins(tmp_path: Path) -> dict[str, Version]:
+    """dist/gpu-requirements.txt as `python -m emr package` writes it."""
+    lines = [line.strip() for line in packaging.write_gpu_requirements(tmp_path).read_text().splitlines()]
     reqs = [Requirement(line) for line in lines if line and not line.startswith("#")]
     assert all(len(r.specifier) == 1 and next(iter(r.specifier)).operator == "==" for r in reqs), "pin exactly"
     return {r.name: Version(next(iter(r.specifier)).version) for r in reqs}
@@ -34,19 +39,29 @@ def extra(name: str, dist: str) -> Requirement:
     return next(r for r in map(Requirement, PYPROJECT["project"]["optional-dependencies"][name]) if r.name == dist)
 
 
-def test_tensorrt_pin_is_in_the_gpu_extra_and_the_artifacts_range() -> None:
-    trt = pins()["tensorrt-cu12"]
+def test_the_requirements_are_the_cuda_12_stack(tmp_path) -> None:
+    """torch 2.13 has cu126 and cu130 builds, no cu128 (emr/stacks.py says where that was read)."""
+    text = packaging.write_gpu_requirements(tmp_path).read_text()
+    assert text.splitlines()[1:] == ["torch==2.13.0+cu126", "tensorrt-cu12==10.16.1.11"]
+    assert text.startswith("# CUDA 12: torch 2.13.0+cu126, tensorrt-cu12 10.16.1.11, on an NVIDIA driver R525 or newer")
+    assert "PyTorch's CUDA 12.6 wheel index (cu126) (--torch-index-url) and NVIDIA's package index" in text
+    assert [(s.cuda_major, s.driver_min) for s in STACKS.values()] == [(12, 525), (13, 580)]
+
+
+def test_tensorrt_pin_is_in_the_gpu_extra_and_the_artifacts_range(tmp_path) -> None:
+    trt = pins(tmp_path)["tensorrt-cu12"]
     assert trt in extra("gpu", "tensorrt-cu12").specifier
     assert Version(trt_build.TENSORRT_MIN) <= trt < Version(trt_build.TENSORRT_BELOW)
+    assert {str(trt)} == {p.version for p in GPU.tensorrt_parts}  # libs and bindings of the same release
 
 
-def test_torch_pin_is_the_makefiles_torch_built_for_tensorrts_cuda_major() -> None:
-    torch = pins()["torch"]
+def test_torch_pin_is_the_makefiles_torch_built_for_tensorrts_cuda_major(tmp_path) -> None:
+    torch = pins(tmp_path)["torch"]
     makefile = re.search(r"^TORCH_SPEC \?= torch==(\S+)", (REPO / "Makefile").read_text(), re.M).group(1)
     assert torch.public == makefile
     assert torch in extra("compile", "torch").specifier
     assert re.fullmatch(r"cu\d{3}", torch.local or ""), "a CUDA build from PyTorch's index, not the default wheel"
-    assert torch.local[2:-1] == "12" == re.search(r"-cu(\d+)$", "tensorrt-cu12").group(1)
+    assert torch.local[2:-1] == str(GPU.cuda_major) == re.search(r"-cu(\d+)$", GPU.tensorrt.name).group(1)
 
 
 def _make(*args: str) -> subprocess.CompletedProcess:
@@ -55,13 +70,13 @@ def _make(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_make_package_gpu_runs_the_al2023_container_with_the_gpu_pins() -> None:
-    done = _make("-n", "package-gpu", "TORCH_INDEX_URL=https://torch.invalid/cu128", "NVIDIA_INDEX_URL=https://nv.invalid/")
+    done = _make("-n", "package-gpu", "TORCH_INDEX_URL=https://torch.invalid/cu126", "NVIDIA_INDEX_URL=https://nv.invalid/")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[1:3] == [".venv/bin/python -m emr package --dist dist --no-env",
                           "docker build -f emr/docker/Dockerfile.al2023-env -t accel-scoring-env-al2023 ."]
     assert lines[3] == (f"docker run --rm -v {REPO}/dist:/out -e GPU=1 -e EXTRAS=aws,fast,gpu "
-                        '-e TORCH_INDEX_URL="https://torch.invalid/cu128" -e NVIDIA_INDEX_URL="https://nv.invalid/" '
+                        '-e TORCH_INDEX_URL="https://torch.invalid/cu126" -e NVIDIA_INDEX_URL="https://nv.invalid/" '
                         "accel-scoring-env-al2023")
     cpu = _make("-n", "package-al2023").stdout.splitlines()
     assert cpu[-1] == f"docker run --rm -v {REPO}/dist:/out  accel-scoring-env-al2023"  # the CPU archive
@@ -76,11 +91,11 @@ def test_make_package_gpu_without_the_indexes_stops_first() -> None:
 
 
 @pytest.mark.parametrize("needle", [
-    "COPY emr/docker/gpu-requirements.txt dist/accel-scoring-constraints.txt /wheels/",
+    "COPY dist/gpu-requirements.txt dist/accel-scoring-constraints.txt /wheels/",
     "-c /wheels/accel-scoring-constraints.txt",  # the release line's pins (emr/releases.py)
     '--extra-index-url "$TORCH_INDEX_URL" --extra-index-url "$NVIDIA_INDEX_URL"',
     "-r /wheels/gpu-requirements.txt",
-    'export NVIDIA_PIP_INDEX_URL="$NVIDIA_INDEX_URL"',  # tensorrt-cu12's own installer looks there
+    f'export {WHEEL_STUB_INDEX_ENV}="$NVIDIA_INDEX_URL"',  # the wheel-stub tensorrt-cu12-libs looks there
     "/build/accel-scoring-env/bin/python -m emr.envinfo /out/accel-scoring-env.tar.gz",
 ])
 def test_dockerfile_installs_the_pins_first_and_describes_the_archive(needle: str) -> None:
@@ -88,3 +103,23 @@ def test_dockerfile_installs_the_pins_first_and_describes_the_archive(needle: st
     assert needle in text
     cmd = text[text.index("CMD "):]
     assert cmd.index("gpu-requirements.txt") < cmd.index("accel_scoring-*.whl") < cmd.index("venv-pack -p")
+
+
+@pytest.mark.parametrize("path", ["emr/docker/Dockerfile.al2023-env", "emr/scripts/install-python-env.sh"])
+def test_the_nvidia_index_reaches_the_wheel_stub_under_the_variable_it_reads(path: str) -> None:
+    """wheel-stub reads WHEEL_STUB_PIP_INDEX_URL and nothing else: behind a mirror without NVIDIA's
+    index, tensorrt-cu12-libs's stub would otherwise fetch from an address nobody configured."""
+    text = (REPO / path).read_text()
+    assert f'{WHEEL_STUB_INDEX_ENV}="$NVIDIA_INDEX_URL"' in text
+    assert "NVIDIA_PIP_INDEX_URL" not in text
+
+
+def test_the_venvs_torch_can_be_pytorchs_cpu_build() -> None:
+    """On the public index torch==2.13.0 is the CUDA 13 build (several GB); TORCH_CPU_INDEX_URL and
+    TORCH_SPEC=torch==2.13.0+cpu ask PyTorch's CPU index instead, before the project installs."""
+    venv = "/tmp/accel-scoring-no-such-venv"
+    cpu = _make("-n", f"VENV={venv}", f"{venv}/.installed", "TORCH_SPEC=torch==2.13.0+cpu",
+                "TORCH_CPU_INDEX_URL=https://cpu.invalid/whl").stdout.splitlines()
+    assert f'{venv}/bin/python -m pip install -q --extra-index-url "https://cpu.invalid/whl" "torch==2.13.0+cpu"' in cpu
+    default = _make("-n", f"VENV={venv}", f"{venv}/.installed").stdout.splitlines()
+    assert f'{venv}/bin/python -m pip install -q "torch==2.13.0"' in default

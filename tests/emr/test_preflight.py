@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from emr import envinfo
+from emr import envinfo, packaging
 from emr.cli import main
 from emr.cluster import DEFAULT_SERVICE_ROLE
 from emr.profiles import DEFAULT_RELEASE_LABEL
@@ -21,10 +21,11 @@ from engines import trt_build
 
 PREFIX = "s3://deploy/accel/v1/"
 # pyproject's Spark extras as a wheel's METADATA writes them
-SPARK_EXTRAS = {"spark": "<3.6,>=3.5", "spark4": "<4.1,>=4.0"}
+SPARK_EXTRAS = {"spark": "<3.6,>=3.5", "spark4": "<4.2,>=4.0"}
 BASE = {"accel_scoring": "0.1.0", "numpy": "2.2.6", "onnxruntime": "1.23.2", "tokenizers": "0.22.1"}
-GPU = {**BASE, "torch": "2.13.0+cu128", "tensorrt_cu12": "10.16.1.11", "tensorrt_cu12_bindings": "10.16.1.11",
-       "tensorrt_cu12_libs": "10.16.1.11", "nvidia_cuda_runtime_cu12": "12.8.90"}
+EMR7_BASE = {**BASE, "numpy": "1.26.4"}  # built under EMR 7's constraints: PySpark 3.5 declares numpy<2
+GPU = {**BASE, "torch": "2.13.0+cu126", "tensorrt_cu12": "10.16.1.11", "tensorrt_cu12_bindings": "10.16.1.11",
+       "tensorrt_cu12_libs": "10.16.1.11", "nvidia_cuda_runtime_cu12": "12.6.77"}
 MODULES = {"torch": "torch", "tensorrt_cu12_bindings": "tensorrt", "tensorrt_cu12_libs": "tensorrt_libs",
            "accel_scoring": "engines", "nvidia_cuda_runtime_cu12": "nvidia"}
 
@@ -92,13 +93,48 @@ def problems(lines: list[str]) -> list[str]:
 
 # --- preflight -----------------------------------------------------------------------------------
 
+STACK_LINE = ("stack: CUDA 12: torch 2.13.0+cu126, tensorrt-cu12 10.16.1.11, on an NVIDIA driver R525 or newer "
+              "(emr/stacks.py; `make package-gpu` and the bootstrap install it)")
+
+
 def test_gpu_environment_and_tensorrt_artifact_pass(tmp_path, capsys) -> None:
     archive = make_archive(tmp_path / "env.tar.gz", GPU)
     model = write_artifact(tmp_path / "pairs-trt")
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--model", str(model))
     assert code == 0, lines
-    assert lines == [f"preflight OK: profile g5 (A10G (sm86)), {DEFAULT_RELEASE_LABEL}, Python 3.11 environment with torch "
-                     "2.13.0+cu128, tensorrt-cu12 10.16.1.11, artifact pairs-tensorrt@1 (tensorrt)"]
+    assert lines == [
+        STACK_LINE,
+        "driver: not known here (pass --driver-version); the environment's CUDA 12 stack needs R525 or newer, and "
+        "the gpu-driver-check bootstrap action checks it on every node",
+        f"checked: release {DEFAULT_RELEASE_LABEL} (EMR 8.1: Spark 4.1), environment Python 3.11 with torch "
+        "2.13.0+cu126, tensorrt-cu12 10.16.1.11, backend auto, profile g5 (A10G (sm86)), artifact pairs-tensorrt@1",
+        f"preflight OK: profile g5 (A10G (sm86)), {DEFAULT_RELEASE_LABEL}, Python 3.11 environment with torch "
+        "2.13.0+cu126, tensorrt-cu12 10.16.1.11, artifact pairs-tensorrt@1 (tensorrt)"]
+
+
+def test_the_driver_must_run_the_environments_cuda_stack(tmp_path, capsys) -> None:
+    """--driver-version: printed, and refused with the fix in the line when the stack needs a newer one."""
+    archive = str(make_archive(tmp_path / "env.tar.gz", GPU))
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", archive, "--driver-version", "550.163.01")
+    assert code == 0, lines
+    assert "driver: 550.163.01 (--driver-version); the environment's CUDA 12 stack needs R525 or newer" in lines
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", archive, "--driver-version", "470.256.02")
+    assert code == 1
+    assert problems(lines) == [
+        "problem: NVIDIA driver 470.256.02 (--driver-version) cannot run the environment's CUDA 12: torch "
+        "2.13.0+cu126, tensorrt-cu12 10.16.1.11, on an NVIDIA driver R525 or newer: run on nodes with driver R525 "
+        "or newer (another EMR release or a custom AMI)"]
+    cu13 = {**BASE, "torch": "2.13.0", "tensorrt_cu13": "10.16.1.11", "nvidia_cudnn_cu13": "9.20.0.48"}
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(make_archive(tmp_path / "13.tar.gz", cu13)),
+                            "--driver-version", "550.163.01")
+    assert code == 1 and problems(lines)[0].endswith(
+        "cannot run the environment's CUDA 13: torch 2.13.0, tensorrt-cu13 10.16.1.11, on an NVIDIA driver R580 or "
+        "newer: build the environment with the CUDA 12 stack instead (emr/stacks.py)")
+    cpu = str(make_archive(tmp_path / "cpu.tar.gz", BASE))
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", cpu, "--driver-version", "470.256.02")
+    assert code == 0 and "driver: not checked (the environment holds no CUDA stack)" in lines
+    assert main(["preflight", "--profile", "g5", "--env-archive", archive, "--driver-version", "R525"]) == 2
+    assert "--driver-version 'R525' is not an NVIDIA driver version" in capsys.readouterr().err
 
 
 def test_default_environment_cannot_run_tensorrt(tmp_path, capsys) -> None:
@@ -126,12 +162,13 @@ def test_an_archive_built_elsewhere_names_its_python(tmp_path, capsys) -> None:
                                "with `make package-al2023` or `make package-gpu`"]
     old = make_archive(tmp_path / "py310.tar.gz", BASE, python="3.10")
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(old))
-    assert code == 1 and f"the environment is Python 3.10; {DEFAULT_RELEASE_LABEL} nodes have Python 3.11" in lines[0]
+    assert code == 1
+    assert f"the environment is Python 3.10; {DEFAULT_RELEASE_LABEL} nodes have Python 3.11" in problems(lines)[0]
 
 
 def test_release_labels_against_the_wheels_spark_extras(tmp_path, capsys) -> None:
-    both = make_archive(tmp_path / "env.tar.gz", BASE)  # the spark and spark4 extras: EMR 7 and EMR 8
-    for label in ("emr-7.14.0", "emr-spark-8.0.0"):
+    both = make_archive(tmp_path / "env.tar.gz", EMR7_BASE)  # the spark and spark4 extras: EMR 7 and EMR 8
+    for label in ("emr-7.14.0", "emr-spark-8.0.0", "emr-spark-8.1.0"):
         code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(both), "--release-label", label)
         assert code == 0 and not problems(lines), (label, lines)
     only_35 = make_archive(tmp_path / "env35.tar.gz", BASE, spark_extras={"spark": SPARK_EXTRAS["spark"]})
@@ -140,23 +177,42 @@ def test_release_labels_against_the_wheels_spark_extras(tmp_path, capsys) -> Non
     assert code == 1
     assert problems(lines) == ["problem: emr-spark-8.0.0 runs Spark 4.0; the environment's accel-scoring wants "
                                "pyspark <3.6,>=3.5"]
-    only_40 = make_archive(tmp_path / "env40.tar.gz", BASE, spark_extras={"spark4": SPARK_EXTRAS["spark4"]})
+    only_40 = make_archive(tmp_path / "env40.tar.gz", EMR7_BASE, spark_extras={"spark4": "<4.1,>=4.0"})
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(only_40), "--release-label", "emr-7.14.0")
     assert problems(lines) == ["problem: emr-7.14.0 runs Spark 3.5; the environment's accel-scoring wants "
+                               "pyspark <4.1,>=4.0"]
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(only_40))  # a wheel from before 4.1
+    assert problems(lines) == ["problem: emr-spark-8.1.0 runs Spark 4.1; the environment's accel-scoring wants "
                                "pyspark <4.1,>=4.0"]
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(both), "--release-label", "emr-6.15.0")
     assert code == 1 and "EMR 6.x ships Spark 3.0-3.4" in problems(lines)[0]
 
 
 def test_emr_8_refuses_libraries_older_than_pyspark_4_needs(tmp_path, capsys) -> None:
-    old = make_archive(tmp_path / "env.tar.gz", {**BASE, "pandas": "1.5.3", "pyarrow": "20.0.0"})
+    old = make_archive(tmp_path / "env.tar.gz", {**EMR7_BASE, "pandas": "1.5.3", "pyarrow": "20.0.0"})
     code, _ = preflight(capsys, "--profile", "g5", "--env-archive", str(old), "--release-label", "emr-7.14.0")
     assert code == 0  # PySpark 3.5 takes pandas >= 1.0.5 (emr/releases.py)
+    pandas21 = make_archive(tmp_path / "p21.tar.gz", {**BASE, "pandas": "2.1.4", "pyarrow": "20.0.0"})
+    assert preflight(capsys, "--profile", "g5", "--env-archive", str(pandas21),
+                     "--release-label", "emr-spark-8.0.0")[0] == 0
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(pandas21))
+    assert code == 1 and problems(lines) == [
+        "problem: emr-spark-8.1.0's PySpark 4.1 needs pandas>=2.2.0; the environment has pandas 2.1.4: build it "
+        "with `python -m emr package --release-label emr-spark-8.1.0` (or RELEASE_LABEL=emr-spark-8.1.0 for "
+        "`make package-al2023`)"]
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(old), "--release-label", "emr-spark-8.0.0")
     assert code == 1
     assert problems(lines) == ["problem: emr-spark-8.0.0's PySpark 4.0 needs pandas>=2.0.0; the environment has "
                                "pandas 1.5.3: build it with `python -m emr package --release-label emr-spark-8.0.0` "
                                "(or RELEASE_LABEL=emr-spark-8.0.0 for `make package-al2023`)"]
+
+
+def test_emr_7_refuses_numpy_2_as_pyspark_3_5_declares(tmp_path, capsys) -> None:
+    numpy2 = make_archive(tmp_path / "env.tar.gz", BASE)
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(numpy2), "--release-label", "emr-7.14.0")
+    assert code == 1 and problems(lines) == [
+        "problem: emr-7.14.0's PySpark 3.5 needs numpy>=1.15,<2; the environment has numpy 2.2.6: build it with "
+        "`python -m emr package --release-label emr-7.14.0` (or RELEASE_LABEL=emr-7.14.0 for `make package-al2023`)"]
 
 
 def test_artifact_targets_against_the_profiles_gpu(tmp_path, capsys) -> None:
@@ -170,7 +226,7 @@ def test_artifact_targets_against_the_profiles_gpu(tmp_path, capsys) -> None:
     assert preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--model", str(bf16))[0] == 0
     trt11 = write_artifact(tmp_path / "trt11", tensorrt_min="11.0")
     code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(archive), "--model", str(trt11))
-    assert code == 1 and "TensorRT 10.16.1.11 is installed; the artifact was compiled for >= 11.0" in lines[0]
+    assert code == 1 and "TensorRT 10.16.1.11 is installed; the artifact was compiled for >= 11.0" in problems(lines)[0]
 
 
 def test_a_neuron_artifact_belongs_on_emr_on_eks(tmp_path, capsys) -> None:
@@ -235,7 +291,7 @@ def test_manifest_is_used_only_for_the_archive_it_describes(tmp_path) -> None:
     info = envinfo.write_manifest(archive)
     assert envinfo.manifest_path(archive) == tmp_path / "accel-scoring-env.json"
     assert info.python == "3.11" and info.interpreter == "/usr/bin/python3.11"
-    assert {"torch", "tensorrt"} <= set(info.modules) and info.spark_requirements == ("<3.6,>=3.5", "<4.1,>=4.0")
+    assert {"torch", "tensorrt"} <= set(info.modules) and info.spark_requirements == ("<3.6,>=3.5", "<4.2,>=4.0")
     assert info.tensorrt_version == "10.16.1.11" and info.cuda_majors == {12}
     edited = {**info.to_dict(), "python": "3.99"}
     envinfo.manifest_path(archive).write_text(json.dumps(edited))
@@ -250,6 +306,7 @@ def _stage(s3, dist: Path, archive_dists: dict[str, str], *, manifest: bool = Tr
     """Build an archive (and its manifest, or none) into ``dist`` and stage it."""
     for name in ("accel_scoring.zip", "accel_scoring-0.1.0-py3-none-any.whl"):
         (dist / name).write_bytes(b"PK")
+    packaging.write_gpu_requirements(dist)
     archive = make_archive(dist / "accel-scoring-env.tar.gz", archive_dists)
     envinfo.manifest_path(archive).unlink(missing_ok=True)
     if manifest:
@@ -344,15 +401,17 @@ def test_create_cluster_warns_when_tensorrt_steps_would_be_refused(cluster, s3, 
 
 # --- the bootstrap environment: torch and tensorrt from gpu-requirements.txt and two indexes -----
 
-INDEXES = ("--torch-index-url", "https://torch.example.invalid/cu128",
+INDEXES = ("--torch-index-url", "https://torch.example.invalid/cu126",
            "--nvidia-index-url", "https://nvidia.example.invalid/simple")
 
 
 def test_preflight_knows_the_bootstrap_gpu_environment(tmp_path, capsys) -> None:
     model = str(write_artifact(tmp_path / "pairs-trt"))
     code, lines = preflight(capsys, "--profile", "g5", "--python-env", "bootstrap", *INDEXES, "--model", model)
-    assert (code, lines) == (0, ["preflight OK: profile g5 (A10G (sm86)), emr-7.14.0, Python 3.11 environment with "
-                                 "torch 2.13.0+cu128, tensorrt-cu12 10.16.1.11, artifact pairs-tensorrt@1 (tensorrt)"])
+    assert (code, lines[-1]) == (0, "preflight OK: profile g5 (A10G (sm86)), emr-spark-8.1.0, Python 3.11 environment "
+                                    "with torch 2.13.0+cu126, tensorrt-cu12 10.16.1.11, artifact pairs-tensorrt@1 "
+                                    "(tensorrt)")
+    assert lines[0] == STACK_LINE
     code, lines = preflight(capsys, "--profile", "g5", "--python-env", "bootstrap", "--pip-extras", "aws",
                             "--backend", "tensorrt")
     assert code == 1 and "backend tensorrt needs torch and tensorrt" in problems(lines)[0]
@@ -361,8 +420,9 @@ def test_preflight_knows_the_bootstrap_gpu_environment(tmp_path, capsys) -> None
 def test_preflight_refuses_a_bootstrap_gpu_environment_without_indexes(capsys) -> None:
     assert main(["preflight", "--profile", "g5", "--python-env", "bootstrap", INDEXES[0], INDEXES[1]]) == 2
     assert capsys.readouterr().err == (
-        "error: --pip-extras aws,fast,gpu needs --torch-index-url and --nvidia-index-url: the CUDA torch and TensorRT "
-        "of emr/docker/gpu-requirements.txt come from those package indexes (emr/README.md, step 1)\n")
+        "error: --pip-extras aws,fast,gpu needs --torch-index-url and --nvidia-index-url: the GPU stack (CUDA 12: "
+        "torch 2.13.0+cu126, tensorrt-cu12 10.16.1.11, on an NVIDIA driver R525 or newer) comes from PyTorch's CUDA "
+        "12.6 wheel index (cu126) and NVIDIA's package index (emr/README.md, \"The GPU stack\")\n")
 
 
 def _bootstrap_cluster(capsys, *extra: str) -> str:
@@ -385,3 +445,55 @@ def test_add_step_runs_tensorrt_on_a_bootstrap_gpu_cluster(cluster, s3, tmp_path
     assert _add_step(cluster, "tensorrt", "--python-env", "bootstrap") == 2  # an archive cluster
     assert "has no install-python-env bootstrap action" in capsys.readouterr().err
     assert _steps(cpu_cluster) == [] and _steps(cluster) == []
+
+
+# --- --online: the indexes CI cannot reach, as local PEP 503 indexes here ------------------------
+
+def _index(root: Path, files: dict[str, list[str]]) -> str:
+    """A file:// simple index serving these file names (the files need not exist: pip lists, never opens)."""
+    for project, names in files.items():
+        page = root / project
+        page.mkdir(parents=True)
+        links = "".join(f'<a href="{name.replace("+", "%2B")}">{name}</a>\n' for name in names)
+        (page / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
+    return root.as_uri()
+
+
+TORCH_WHEELS = {"torch": ["torch-2.13.0+cu126-cp311-cp311-manylinux_2_28_x86_64.whl",
+                          "torch-2.11.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl"]}
+NVIDIA_WHEELS = {"tensorrt-cu12-libs": ["tensorrt_cu12_libs-10.16.1.11-py2.py3-none-manylinux_2_28_x86_64.whl"]}
+NEURON_WHEELS = {"torch-neuronx": ["torch_neuronx-2.9.0.2.15.32035-py3-none-any.whl"],
+                 "neuronx-cc": ["neuronx_cc-2.26.6360.0-cp311-cp311-linux_x86_64.whl"]}
+
+
+def test_online_finds_every_pin_on_the_indexes_given(tmp_path, capsys) -> None:
+    archive = str(make_archive(tmp_path / "env.tar.gz", GPU))
+    torch, nvidia, neuron = (_index(tmp_path / name, files) for name, files in
+                             (("torch", TORCH_WHEELS), ("nvidia", NVIDIA_WHEELS), ("neuron", NEURON_WHEELS)))
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", archive, "--online", "--torch-index-url", torch,
+                            "--nvidia-index-url", nvidia, "--neuron-index-url", neuron)
+    assert code == 0, lines
+    assert [line for line in lines if line.startswith("online: ")] == [
+        f"online: torch==2.13.0+cu126 is on PyTorch's CUDA 12.6 wheel index (cu126) ({torch})",
+        f"online: tensorrt-cu12-libs==10.16.1.11 is on NVIDIA's package index ({nvidia})",
+        f"online: torch-neuronx==2.9.0.2.15.32035 is on the Neuron pip repository ({neuron})",
+        f"online: neuronx-cc==2.26.6360.0 is on the Neuron pip repository ({neuron})"]
+
+
+def test_online_names_a_missing_pin_and_what_it_did_not_check(tmp_path, capsys) -> None:
+    archive = str(make_archive(tmp_path / "env.tar.gz", GPU))
+    cu128 = _index(tmp_path / "torch", {"torch": TORCH_WHEELS["torch"][1:]})  # 2.11 was cu128's last release
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", archive, "--online", "--torch-index-url", cu128)
+    assert code == 1
+    assert problems(lines) == [f"problem: torch==2.13.0+cu126 is not on {cu128} for CPython 3.11 on x86_64 Linux "
+                               "(glibc 2.34); versions there: 2.11.0+cu128"]
+    assert "online: not checked: the Neuron pip repository (torch-neuronx==2.9.0.2.15.32035, neuronx-cc==2.26.6360.0; "\
+           "pass --neuron-index-url URL)" in lines
+
+
+def test_online_says_when_an_index_cannot_be_reached(tmp_path, capsys) -> None:
+    archive = str(make_archive(tmp_path / "env.tar.gz", GPU))
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", archive, "--online",
+                            "--nvidia-index-url", "http://127.0.0.1:9/simple")  # nothing listens on port 9
+    assert code == 1
+    assert problems(lines)[0].startswith("problem: NVIDIA's package index: cannot reach http://127.0.0.1:9/simple: ")

@@ -1,8 +1,9 @@
-"""EMR 7 and EMR 8 side by side: the release table, EMR 8 cluster, step and EMR on EKS requests,
-the stage-level fleet layout, and EMR 7's requests byte for byte as they were before EMR 8.
+"""EMR 7, 8.0 and 8.1 side by side: the release table, EMR 8 cluster, step and EMR on EKS requests,
+the stage-level fleet layout, and EMR 7's requests byte for byte as recorded.
 
-``assets/emr7-requests.json`` was written by the request builders before the EMR 8 work, so
-any change to what an EMR 7 user sends shows up here.
+``assets/emr7-requests.json`` was written by the request builders before the EMR 8 work and
+rewritten on purpose since (the staged GPU discovery script and the driver check, the EMR 7 on
+EKS label), so any other change to what an EMR 7 user sends shows up here.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ LAYOUT = L.Layout.at("s3://deploy/accel/v1")
 JOB = JobRequest("duplicates", "s3://data/pairs/", "s3://data/scores/", "s3://deploy/accel/v1/models/m/1/",
                  "2026-11-01", ("--backend", "tensorrt"))
 EMR7 = json.loads((Path(__file__).parent / "assets" / "emr7-requests.json").read_text())
-EMR8 = releases.EMR8
+EMR7_LINE, EMR8_0, EMR8_1 = releases.EMR7, releases.EMR8_0, releases.EMR8_1
+EMR8 = EMR8_1
 EKS = ("vc123", "arn:aws:iam::123456789012:role/emr-eks-job", "acct.dkr.ecr/neuron:1")
 
 
@@ -35,46 +37,68 @@ def _json(value: dict) -> dict:
 
 # --- EMR 7 stays as it was -------------------------------------------------------------------------
 
-def test_emr_7_requests_are_unchanged() -> None:
+def test_emr_7_requests_are_the_recorded_ones() -> None:
     g5 = get_profile("g5")
-    assert _json(build_run_job_flow_request(g5, LAYOUT, ClusterSettings("c", "s3://logs/"))) == EMR7["groups"]
-    fleet = ClusterSettings("c", "s3://logs/", fleet=True, subnet_ids=("subnet-a", "subnet-b"), spot_task_count=2)
+    emr7 = EMR7_LINE.default_label
+    assert _json(build_run_job_flow_request(g5, LAYOUT, ClusterSettings("c", "s3://logs/", release_label=emr7))) == \
+        EMR7["groups"]
+    fleet = ClusterSettings("c", "s3://logs/", release_label=emr7, fleet=True, subnet_ids=("subnet-a", "subnet-b"),
+                            spot_task_count=2)
     assert _json(build_run_job_flow_request(g5, LAYOUT, fleet)) == EMR7["fleet"]
     assert _json(build_step(LAYOUT, JOB)) == EMR7["step"]
-    eks = build_start_job_run_request(LAYOUT, JOB, EksSettings(*EKS, log_uri="s3://logs/eks/"), client_token="t-1")
-    assert _json(eks) == EMR7["eks"]
+    settings = EksSettings(*EKS, release_label=EMR7_LINE.default_eks_label, log_uri="s3://logs/eks/")
+    assert _json(build_start_job_run_request(LAYOUT, JOB, settings, client_token="t-1")) == EMR7["eks"]
 
 
-def test_the_table_has_one_line_per_spark_line_and_finds_labels_by_prefix() -> None:
-    assert [(line.name, line.spark) for line in releases.LINES] == [("EMR 7", "3.5"), ("EMR 8", "4.0")]
-    assert releases.DEFAULT.default_label == "emr-7.14.0"
-    assert releases.line_of("emr-7.13.0") is releases.DEFAULT
-    assert releases.line_of("emr-spark-8.0.0") is EMR8
-    assert releases.line_of("emr-spark-8.0.0-latest") is EMR8  # EMR on EKS labels, same families
-    assert releases.line_of("emr-7.13.0-20260421") is releases.DEFAULT
+def test_the_table_has_one_row_per_spark_line_and_finds_labels_by_prefix() -> None:
+    assert [(line.name, line.spark) for line in releases.LINES] == [
+        ("EMR 7", "3.5"), ("EMR 8.0", "4.0"), ("EMR 8.1", "4.1")]
+    assert (EMR8_0.spark_version, EMR8_1.spark_version) == ("4.0.2-amzn-0", "4.1.1-amzn-0")
+    assert releases.line_of("emr-7.13.0") is EMR7_LINE
+    assert releases.line_of("emr-spark-8.0.0") is EMR8_0 and releases.line_of("emr-spark-8.1.0") is EMR8_1
+    assert releases.line_of("emr-spark-8.1.0-latest") is EMR8_1  # EMR on EKS labels, same families
+    assert releases.line_of("emr-7.13.0-20260421") is EMR7_LINE
     assert releases.line_of("emr-6.15.0") is None
-    assert [line.stage_level_scoring for line in releases.LINES] == [False, True]
-    with pytest.raises(EmrError, match="EMR 6.x ships Spark 3.0-3.4") as caught:
-        releases.require_line("emr-6.15.0")
-    assert caught.value.exit_code == 2
+    assert releases.line_of("emr-spark-8.2.0") is None  # a Spark minor with no row is not guessed
+    assert [line.stage_level_scoring for line in releases.LINES] == [False, True, True]
+    for label in ("emr-6.15.0", "emr-spark-8.2.0"):
+        with pytest.raises(EmrError, match="EMR 6.x ships Spark 3.0-3.4.*needs its row in emr/releases.py") as caught:
+            releases.require_line(label)
+        assert caught.value.exit_code == 2
+
+
+def test_the_default_is_the_newest_long_term_support_release_and_eks_is_current() -> None:
+    assert releases.DEFAULT is EMR8_1 and EMR8_1.lts and not EMR7_LINE.lts
+    assert releases.DEFAULT.default_label == "emr-spark-8.1.0"
+    assert releases.DEFAULT.default_eks_label == "emr-spark-8.1.0-latest"
+    assert EMR7_LINE.default_eks_label == "emr-7.14.0-latest"  # emr-7.14.0 is on EMR on EKS too
+    assert EMR7_LINE.hadoop == "3.4.2-amzn-2"
+
+
+def test_every_row_says_where_its_facts_come_from_and_when() -> None:
+    for line in releases.LINES:
+        assert line.source and all(src.startswith("https://docs.aws.amazon.com/emr/") for src in line.source), line
+        assert line.read == "2026-12-03" and line.pyspark_metadata.startswith(f"pyspark {line.spark}."), line
 
 
 # --- EMR 8 on EC2 -----------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("label", ["emr-spark-8.0.0", "emr-spark-8.1.0"])
 @pytest.mark.parametrize("fleet", [False, True])
-def test_emr_8_cluster_names_spark_alone_and_gets_emr_7s_gpu_configuration(fleet: bool) -> None:
-    settings = ClusterSettings("c", "s3://logs/", release_label="emr-spark-8.0.0", fleet=fleet)
+def test_emr_8_cluster_names_spark_alone_and_gets_emr_7s_gpu_configuration(fleet: bool, label: str) -> None:
+    settings = ClusterSettings("c", "s3://logs/", release_label=label, fleet=fleet)
     request = build_run_job_flow_request(get_profile("g5"), LAYOUT, settings)
     _validate("emr", "RunJobFlow", request)
-    assert request["ReleaseLabel"] == "emr-spark-8.0.0"
+    assert request["ReleaseLabel"] == label
     assert request["Applications"] == [{"Name": "Spark"}]
     emr7 = EMR7["fleet" if fleet else "groups"]
     by_name = {c["Classification"]: c for c in request["Configurations"]}
     for classification in ("yarn-site", "container-executor", "capacity-scheduler"):
         assert by_name[classification] == {c["Classification"]: c for c in emr7["Configurations"]}[classification]
-    assert request["BootstrapActions"] == emr7["BootstrapActions"]  # the cgroup v1 mount and the cache dir
+    assert request["BootstrapActions"] == emr7["BootstrapActions"]  # cgroup v1 mount, cache dir, driver check
     spark = _conf_of(request, "spark-defaults")
-    assert spark["spark.executor.resource.gpu.discoveryScript"] == "/usr/lib/spark/scripts/gpu/getGpusResources.sh"
+    assert spark["spark.executor.resource.gpu.discoveryScript"] == "./get_gpus.sh"
+    assert spark["spark.yarn.dist.files"] == "s3://deploy/accel/v1/scripts/get_gpus.sh"
     assert spark["spark.dynamicAllocation.enabled"] == "false"
 
 
@@ -87,12 +111,14 @@ def test_emr_8_steps_are_emr_7s() -> None:
 
 # --- EMR on EKS 8 -----------------------------------------------------------------------------------
 
-def test_eks_8_job_run_takes_the_spark_8_label() -> None:
-    settings = EksSettings(*EKS, release_label=EMR8.default_eks_label)
+@pytest.mark.parametrize("line", [EMR8_0, EMR8_1])
+def test_eks_8_job_run_takes_the_spark_8_label(line) -> None:
+    settings = EksSettings(*EKS, release_label=line.default_eks_label)
     request = build_start_job_run_request(LAYOUT, JOB, settings, client_token="t-1")
     _validate("emr-containers", "StartJobRun", request)
-    assert request["releaseLabel"] == "emr-spark-8.0.0-latest"
-    emr7 = build_start_job_run_request(LAYOUT, JOB, EksSettings(*EKS), client_token="t-1")
+    assert request["releaseLabel"] == f"{line.default_label}-latest"
+    emr7 = build_start_job_run_request(LAYOUT, JOB, EksSettings(*EKS, release_label=EMR7_LINE.default_eks_label),
+                                       client_token="t-1")
     assert {**request, "releaseLabel": emr7["releaseLabel"]} == emr7  # only the label differs
 
 
@@ -142,8 +168,7 @@ def test_stage_level_fleet_puts_gpus_on_task_nodes_only() -> None:
     assert spark["spark.executor.cores"] == "4"
     assert {k: v for k, v in spark.items() if k.startswith("spark.accelScoring.scoring.")} == {
         "spark.accelScoring.scoring.executor.resource.gpu.amount": "1",
-        "spark.accelScoring.scoring.executor.resource.gpu.discoveryScript":
-            "/usr/lib/spark/scripts/gpu/getGpusResources.sh",
+        "spark.accelScoring.scoring.executor.resource.gpu.discoveryScript": "./get_gpus.sh",
         "spark.accelScoring.scoring.task.resource.gpu.amount": "0.5",
         "spark.accelScoring.scoring.executor.cores": "4", "spark.accelScoring.scoring.task.cpus": "2",
         "spark.accelScoring.scoring.executor.memory": "14336m",
@@ -186,11 +211,29 @@ def test_stage_level_settings_refused_before_sending(settings: dict, message: st
 # --- the environment archive per release line ---------------------------------------------------------
 
 def test_constraints_are_the_lines_pyspark_needs(tmp_path: Path) -> None:
-    text = packaging.write_constraints(tmp_path, EMR8).read_text()
-    assert text.splitlines()[1:] == ["pandas>=2.0.0", "pyarrow>=11.0.0", "numpy>=1.21"]
+    """Each line's PySpark's own Requires-Dist for its sql extra: 3.5 declares numpy<2."""
+    text = packaging.write_constraints(tmp_path, EMR8_1).read_text()
+    assert text.splitlines()[1:] == ["pandas>=2.2.0", "pyarrow>=15.0.0", "numpy>=1.21"]
     assert not any(line.startswith("pyspark") for line in text.splitlines())  # the cluster brings pyspark
-    assert packaging.write_constraints(tmp_path, releases.DEFAULT).read_text().splitlines()[1:] == \
-        ["pandas>=1.0.5", "pyarrow>=4.0.0", "numpy>=1.15"]
+    assert packaging.write_constraints(tmp_path, EMR8_0).read_text().splitlines()[1:] == \
+        ["pandas>=2.0.0", "pyarrow>=11.0.0", "numpy>=1.21"]
+    assert packaging.write_constraints(tmp_path, EMR7_LINE).read_text().splitlines()[1:] == \
+        ["pandas>=1.0.5", "pyarrow>=4.0.0", "numpy>=1.15,<2"]
+
+
+def test_the_constraints_are_the_installed_pysparks_metadata() -> None:
+    """The line whose pyspark this venv has (.venv: 3.5, .venv-spark4: 4.1) is held to that METADATA."""
+    from importlib.metadata import distribution
+
+    pyspark = distribution("pyspark")
+    line = next(line for line in releases.LINES if pyspark.version.startswith(line.spark + "."))
+    sql = {}
+    for requirement in pyspark.requires or ():
+        spec, _, marker = requirement.partition(";")
+        if 'extra == "sql"' in marker:
+            name = spec.split(">")[0].split("<")[0].split("=")[0].strip()
+            sql[name] = ",".join(sorted(spec[len(name):].strip().split(","), key=lambda p: not p.startswith(">")))
+    assert sql == dict(line.executor_libraries), (pyspark.version, sql)
 
 
 def test_the_archive_is_installed_under_the_lines_constraints(tmp_path: Path, monkeypatch) -> None:
@@ -208,9 +251,9 @@ def test_the_archive_is_installed_under_the_lines_constraints(tmp_path: Path, mo
 
     monkeypatch.setattr(packaging, "_run", run)
     with pytest.raises(Stop):
-        packaging.build_env_archive(tmp_path / "accel_scoring-0.1.0-py3-none-any.whl", tmp_path, line=EMR8)
+        packaging.build_env_archive(tmp_path / "accel_scoring-0.1.0-py3-none-any.whl", tmp_path, line=EMR8_1)
     install = commands[-1]
     constraints = install[install.index("-c") + 1]
     assert Path(constraints) == tmp_path / packaging.CONSTRAINTS
-    assert "pandas>=2.0.0" in Path(constraints).read_text()
+    assert "pandas>=2.2.0" in Path(constraints).read_text()
     assert install[-1].endswith("accel_scoring-0.1.0-py3-none-any.whl[aws,fast]")

@@ -10,6 +10,7 @@ from emr.cluster import ClusterSettings, build_run_job_flow_request
 from emr.eks import EksSettings, build_start_job_run_request
 from emr.errors import EmrError
 from emr.profiles import PROFILES, fits_on_node, get_profile
+from emr.stacks import GPU
 from emr.steps import JobRequest, build_step, spark_submit_args
 
 LAYOUT = L.Layout.at("s3://deploy/accel/v1")
@@ -41,7 +42,11 @@ def test_every_profile_builds_a_valid_gpu_cluster_request(name: str) -> None:
     assert yarn["yarn.nodemanager.linux-container-executor.cgroups.mount-path"] == "/spark-rapids-cgroup"
     spark = _conf_of(request, "spark-defaults")
     assert spark["spark.executor.resource.gpu.amount"] == "1"
-    assert spark["spark.executor.resource.gpu.discoveryScript"].endswith("getGpusResources.sh")
+    # the project's own discovery script, staged and shipped with every application: nothing
+    # depends on a script only a RAPIDS install puts under /usr/lib/spark
+    assert spark["spark.executor.resource.gpu.discoveryScript"] == "./get_gpus.sh"
+    assert spark["spark.yarn.dist.files"] == "s3://deploy/accel/v1/scripts/get_gpus.sh"
+    assert spark["spark.executorEnv.ACCEL_SCORING_MIN_DRIVER"] == "525"
     amount = float(spark["spark.task.resource.gpu.amount"])
     assert amount <= 0.5 or amount.is_integer()  # what Spark 3.5 accepts
     assert int(spark["spark.task.cpus"]) * round(1 / amount) <= int(spark["spark.executor.cores"])
@@ -49,6 +54,19 @@ def test_every_profile_builds_a_valid_gpu_cluster_request(name: str) -> None:
     assert {c["Classification"] for c in executor_sub["Configurations"]} == {"gpu", "cgroups"}
     assert request["BootstrapActions"][0]["ScriptBootstrapAction"]["Path"] == \
         "s3://deploy/accel/v1/scripts/gpu-cgroup-bootstrap.sh"
+    check = [a for a in request["BootstrapActions"] if a["Name"] == "gpu-driver-check"][0]["ScriptBootstrapAction"]
+    assert check == {"Path": "s3://deploy/accel/v1/scripts/get_gpus.sh",
+                     "Args": ["--check-driver", "525", GPU.describe()]}
+
+
+def test_files_a_cluster_is_asked_to_ship_join_the_discovery_script() -> None:
+    """--conf spark.yarn.dist.files=... adds to the shipped files: without get_gpus.sh no GPU executor starts."""
+    extra = {"spark.yarn.dist.files": "s3://b/lookup.csv"}
+    for settings in (ClusterSettings("c", "s3://logs/", extra_spark_defaults=extra),
+                     ClusterSettings("c", "s3://logs/", extra_spark_defaults=extra, fleet=True,
+                                     release_label="emr-spark-8.0.0", cpu_core_type="m6i.2xlarge", gpu_task_count=1)):
+        spark = _conf_of(build_run_job_flow_request(get_profile("g5"), LAYOUT, settings), "spark-defaults")
+        assert spark["spark.yarn.dist.files"] == "s3://b/lookup.csv,s3://deploy/accel/v1/scripts/get_gpus.sh"
 
 
 def _tags(request: dict) -> dict:
@@ -65,7 +83,7 @@ def test_gpu_cluster_has_disk_tags_roles_and_one_executor_per_gpu(name: str) -> 
     profile = get_profile(name)
     request = build_run_job_flow_request(profile, LAYOUT, ClusterSettings("c", "s3://logs/", core_instance_count=3))
     assert 15 < request["EbsRootVolumeSize"] <= 100  # EMR's default 15 GiB; at most 100
-    assert request["ReleaseLabel"] == "emr-7.14.0"
+    assert request["ReleaseLabel"] == "emr-spark-8.1.0"  # the newest long-term-support release
     assert request["ServiceRole"] == "EMR_DefaultRole_V2" and request["JobFlowRole"] == "EMR_EC2_DefaultRole"
     assert _tags(request)["for-use-with-amazon-emr-managed-policies"] == "true"
     assert _tags(request)["accel-scoring:profile"] == name
@@ -115,7 +133,8 @@ def test_fleet_without_spot_has_no_task_fleet() -> None:
 @pytest.mark.parametrize("settings, message", [
     (dict(subnet_ids=("subnet-a", "subnet-b")), "instance groups take one subnet; pass --fleet"),
     (dict(spot_task_count=2), "Spot task nodes come with instance fleets"),
-    (dict(release_label="emr-6.15.0"), "is not emr-7.x .EMR 7, Spark 3.5. or emr-spark-8.x .EMR 8, Spark 4.0."),
+    (dict(release_label="emr-6.15.0"), "is not emr-7.x .EMR 7, Spark 3.5. or emr-spark-8.0.x .EMR 8.0, Spark 4.0. "
+                                       "or emr-spark-8.1.x .EMR 8.1, Spark 4.1."),
 ])
 def test_settings_refused_before_anything_is_sent(settings: dict, message: str) -> None:
     with pytest.raises(EmrError, match=message) as caught:
@@ -131,7 +150,7 @@ def test_requests_are_new_dicts_each_time() -> None:
     assert _conf_of(second, "spark-defaults")["spark.executor.cores"] == "4"
 
 
-TORCH_INDEX, NVIDIA_INDEX = "https://torch.example.invalid/cu128", "https://nvidia.example.invalid/simple"
+TORCH_INDEX, NVIDIA_INDEX = "https://torch.example.invalid/cu126", "https://nvidia.example.invalid/simple"
 GPU_ENV = BootstrapEnv("aws,gpu", TORCH_INDEX, NVIDIA_INDEX)
 
 

@@ -35,7 +35,7 @@ echo "aws $*" >> "$CALLS"
 if [ "$3" = --recursive ]; then touch "${@: -1}accel_scoring-0.1.0-py3-none-any.whl"; else echo "torch==0" > "${@: -1}"; fi
 """
 FAKE_PIP = """#!/bin/bash
-echo "pip $* NVIDIA_PIP_INDEX_URL=${NVIDIA_PIP_INDEX_URL:-}" >> "$CALLS"
+echo "pip $* WHEEL_STUB_PIP_INDEX_URL=${WHEEL_STUB_PIP_INDEX_URL:-}" >> "$CALLS"
 """
 FAKE_PYTHON = """#!/bin/bash
 mkdir -p "$3/bin" && ln -s "$FAKES/pip" "$3/bin/pip"
@@ -58,22 +58,22 @@ def _run_install(tmp_path: Path, *args: str) -> list[str]:
 
 def test_install_python_env_installs_the_gpu_requirements_from_both_indexes_before_the_wheel(tmp_path) -> None:
     calls = _run_install(tmp_path, "aws,gpu", "s3://deploy/accel/v1/scripts/gpu-requirements.txt",
-                         "https://torch.example.invalid/cu128", "https://nvidia.example.invalid/simple")
+                         "https://torch.example.invalid/cu126", "https://nvidia.example.invalid/simple")
     work = calls[0].rsplit(" ", 1)[1]  # the script's download folder
     assert calls[0].startswith("aws s3 cp --recursive --exclude * --include accel_scoring-*.whl "
                                "s3://deploy/accel/v1/package/ ")
     assert calls[1:] == [
-        "pip install --no-cache-dir --upgrade pip NVIDIA_PIP_INDEX_URL=",
+        "pip install --no-cache-dir --upgrade pip WHEEL_STUB_PIP_INDEX_URL=",
         f"aws s3 cp s3://deploy/accel/v1/scripts/gpu-requirements.txt {work}gpu-requirements.txt",
-        "pip install --no-cache-dir --extra-index-url https://torch.example.invalid/cu128 --extra-index-url "
+        "pip install --no-cache-dir --extra-index-url https://torch.example.invalid/cu126 --extra-index-url "
         f"https://nvidia.example.invalid/simple -r {work}gpu-requirements.txt "
-        "NVIDIA_PIP_INDEX_URL=https://nvidia.example.invalid/simple",
-        f"pip install --no-cache-dir {work}accel_scoring-0.1.0-py3-none-any.whl[aws,gpu] NVIDIA_PIP_INDEX_URL=",
+        "WHEEL_STUB_PIP_INDEX_URL=https://nvidia.example.invalid/simple",
+        f"pip install --no-cache-dir {work}accel_scoring-0.1.0-py3-none-any.whl[aws,gpu] WHEEL_STUB_PIP_INDEX_URL=",
     ]
 
 
 def test_install_python_env_without_requirements_installs_only_the_wheel(tmp_path) -> None:
     calls = _run_install(tmp_path, "aws")
     assert [c.split(" TMP")[0] for c in calls[1:]] == [
-        "pip install --no-cache-dir --upgrade pip NVIDIA_PIP_INDEX_URL=", "pip install --no-cache-dir"]
-    assert calls[-1].endswith("accel_scoring-0.1.0-py3-none-any.whl[aws] NVIDIA_PIP_INDEX_URL=")
+        "pip install --no-cache-dir --upgrade pip WHEEL_STUB_PIP_INDEX_URL=", "pip install --no-cache-dir"]
+    assert calls[-1].endswith("accel_scoring-0.1.0-py3-none-any.whl[aws] WHEEL_STUB_PIP_INDEX_URL=")
