@@ -96,6 +96,17 @@ def prepare(df: DataFrame, required: list[str], text_columns: list[str], id_colu
     return df.join(F.broadcast(counts), on=id_column, how="left")
 
 
+def qualified(spark: SparkSession, path: str) -> str:
+    """`path` as Hadoop resolves it (scheme-less paths on the default file system, relative ones
+    from the working folder); as given where no FileSystem takes it (check_output says why)."""
+    try:
+        hpath = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)
+        fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        return str(fs.makeQualified(hpath).toString())
+    except Exception:  # noqa: BLE001 - an unsupported scheme or a malformed URI
+        return path
+
+
 def check_output(spark: SparkSession, output: str, flag: str = "--output") -> None:
     """Refuse an --output that Spark could not write, before any task runs: a scheme with no
     Hadoop FileSystem, a file (or a path under one), or a place this user cannot create files in.

@@ -16,7 +16,7 @@ from engines import hardware, registry
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
 from engines.store import open_manifest
-from jobs import console, hfs, io, report, stage_resources, summary_text, timeline
+from jobs import console, hfs, io, paths, report, stage_resources, summary_text, timeline
 from jobs.cli import JobConfig
 from jobs.cost import run_cost
 from jobs.progress import Progress
@@ -143,6 +143,10 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     except io.InputError as e:
         return _fail(2, str(e))
     try:
+        apart = paths.refusal({"--input": cfg.input, "--output": cfg.output, "--cache": cfg.cache},
+                              lambda path: io.qualified(spark, path))
+        if apart:  # before check_output, whose probe creates a file under --output
+            raise io.InputError(apart)
         io.check_output(spark, cfg.output)
         if cfg.cache:
             io.check_output(spark, cfg.cache, flag="--cache")

@@ -2,6 +2,7 @@
 exit code (2, bad arguments or input), no traceback, and nothing written under --output."""
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from jobs.duplicates import main
@@ -110,3 +111,44 @@ def test_lookalikes_pair_typos_with_the_missing_column_and_leave_other_columns_a
     missing = ["right_brand", "left_description"]
     columns = ["right_brnad", "Left_Descripton", "right_price", "label", "left_desc"]
     assert lookalikes(columns, missing) == [("right_brnad", "right_brand"), ("Left_Descripton", "left_description")]
+
+
+def _folder_input(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    pairs_frame(8).to_parquet(folder / "part-0.parquet")
+    return folder
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("layout", [
+    # (flags relative to tmp_path, the folder whose bytes must not change, message)
+    ({"input": "pairsdir", "output": "pairsdir/scores"}, "pairsdir", "--output {tmp}/pairsdir/scores is inside --input"),
+    ({"input": "scores/run_date=2026-07-01", "output": "scores"}, "scores", "--input {tmp}/scores/run_date=2026-07-01 "
+                                                                             "is inside --output {tmp}/scores"),
+    ({"input": "pairsdir", "output": "pairsdir/"}, "pairsdir", "--input and --output are the same folder"),
+    ({"input": "pairsdir", "output": "out", "cache": "pairsdir/cache"}, "pairsdir", "--cache {tmp}/pairsdir/cache "
+                                                                                    "is inside --input"),
+    ({"input": "pairsdir", "output": "link-to-pairsdir/scores"}, "pairsdir", "is inside --input"),
+], ids=["output-in-input", "input-in-output-date", "same-folder", "cache-in-input", "through-a-symlink"])
+def test_folders_that_overlap_exit_2_and_leave_the_input_as_it_was(spark, model, tmp_path, capsys, layout):
+    flags, kept, message = layout
+    _folder_input(tmp_path / flags["input"])
+    (tmp_path / "link-to-pairsdir").symlink_to(tmp_path / "pairsdir", target_is_directory=True)
+    before = _snapshot(tmp_path / kept)
+    rc, summary, err = run_job(main, capsys, model=model, run_date="2026-07-01",
+                               **{flag: tmp_path / path for flag, path in flags.items()})
+    assert rc == 2 and summary is None and err.count("\n") == 1, err
+    assert err.startswith("error: ") and message.format(tmp=tmp_path) in err, err
+    assert _snapshot(tmp_path / kept) == before  # nothing written, not even the writability probe
+    assert len(pd.read_parquet(tmp_path / flags["input"])) == 8  # and the next run can read it
+
+
+def test_overlap_is_judged_by_location_across_s3_schemes_and_globs():
+    from jobs.paths import clash
+
+    assert clash({"--input": "s3://b/pairs", "--output": "s3a://b/pairs/scores/"}) == \
+        "--output s3a://b/pairs/scores/ is inside --input s3://b/pairs"
+    assert clash({"--input": "s3a://b/pairs/*.parquet", "--output": "s3://b/pairs/"}) == \
+        "--input and --output are the same folder (s3a://b/pairs/*.parquet)"
+    assert clash({"--input": "s3://b/pairs", "--output": "s3://b/pairs-scores", "--cache": "s3://other/pairs"}) is None
+    assert clash({"--input": "s3://b/pairs", "--output": "s3://c/pairs", "--cache": None}) is None

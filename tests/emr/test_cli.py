@@ -377,6 +377,21 @@ def test_add_step_to_a_terminated_cluster(staged, roles, capsys) -> None:
     assert f"cluster {cluster_id} is TERMINATED" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("swap, message", [
+    ({"--output": "s3a://data/pairs/scores/"}, "--output s3a://data/pairs/scores/ is inside --input s3://data/pairs/"),
+    ({"--cache-root": "s3://data/scores/"}, "--cache s3://data/scores/duplicates/ is inside --output s3://data/scores/"),
+])
+def test_add_step_whose_folders_overlap_is_refused_before_anything_is_sent(aws, swap, message, capsys) -> None:
+    argv = _add_step_args("j-ANY")
+    for flag, value in swap.items():
+        argv = argv[:argv.index(flag) + 1] + [value] + argv[argv.index(flag) + 2:] if flag in argv else argv + [flag, value]
+    aws.recorder.clear()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {message}: a run would write into what it reads"), err
+    assert aws.recorder.requests == []
+
+
 def test_add_step_before_staging_says_so(aws, s3, roles, capsys) -> None:
     s3.create_bucket(Bucket="deploy")
     cluster_id = _create_cluster(capsys)
