@@ -91,6 +91,13 @@ class Engine(abc.ABC):
         """Whether this engine can run the artifact: by default, artifacts of its own backend."""
         return manifest.backend == cls.backend
 
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why this backend cannot load on this machine, found without loading anything or
+        claiming a device (a missing package, no device); None when it may. A local-mode driver
+        asks before any task, since its machine and Python are the workers' (jobs/runner.py)."""
+        return None
+
     @property
     def spec(self) -> EngineSpec:
         return EngineSpec(input_names=self.manifest.inputs, max_seq_len=self.manifest.max_seq_len,

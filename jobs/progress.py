@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 
-from udfs.progress import ProgressAddress
+from udfs.progress import FATAL, MAX_DATAGRAM, ProgressAddress
 
 BAR_REFRESH_SECONDS = 0.5
 
@@ -53,8 +53,15 @@ class RowCounts:
             return sum(rows for _, rows in self._by_partition.values())
 
 
+class WorkerFailed(RuntimeError):
+    """A worker reported a failure that every retry would repeat (udfs/scorer.py); the driver
+    cancelled the run instead of letting Spark retry each task."""
+
+
 class Progress:
-    """Receives the workers' counts and shows them until stopped; use as a context manager."""
+    """Receives the workers' counts and shows them until stopped; use as a context manager.
+    A worker's fatal report cancels the application's jobs, and leaving the block then raises
+    WorkerFailed with the worker's reason."""
 
     def __init__(self, spark, rows_total: int, every_seconds: float, out, unit: str = "rows"):
         """`unit`: what is counted; a run that scores distinct texts once counts those, not rows."""
@@ -63,7 +70,10 @@ class Progress:
         self._every = every_seconds
         self._out = out
         token = secrets.token_hex(8)
+        self._token = token
         self.counts = RowCounts(token)
+        self._context = spark.sparkContext
+        self.fatal: str | None = None
         bind, advertise = driver_addresses(spark)
         family = socket.getaddrinfo(bind, 0, type=socket.SOCK_DGRAM)[0][0]
         self._sock = socket.socket(family, socket.SOCK_DGRAM)
@@ -92,9 +102,14 @@ class Progress:
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=2)
+        self._sock.setblocking(False)
+        while self._take():  # what arrived after the receiving thread's last look
+            pass
         self._sock.close()
         if self._bar is not None:
             self._bar.close()
+        if self.fatal is not None:
+            raise WorkerFailed(self.fatal)
 
     def line(self, rows: int | None = None) -> str:
         rows = self.counts.total() if rows is None else rows
@@ -115,11 +130,24 @@ class Progress:
 
     def _receive(self) -> None:
         while not self._stop.is_set():
-            try:
-                data = self._sock.recv(256)
-            except (socket.timeout, OSError):
-                continue
-            self.counts.record(data.decode("ascii", "replace"))
+            self._take()
+
+    def _take(self) -> bool:
+        """Handle one datagram; False when none came."""
+        try:
+            data = self._sock.recv(MAX_DATAGRAM)
+        except (socket.timeout, OSError):
+            return False
+        message = data.decode("utf-8", "replace")
+        token, _, rest = message.partition(" ")
+        kind, _, text = rest.partition(" ")
+        if token == self._token and kind == FATAL:
+            if self.fatal is None:
+                self.fatal = text
+                self._context.cancelAllJobs()
+        else:
+            self.counts.record(message)
+        return True
 
     def _show(self) -> None:
         """Samples the count every BAR_REFRESH_SECONDS; draws the bar then, or prints a line

@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import re
+import sys
 import time
 from typing import Mapping
 
@@ -19,7 +21,7 @@ from engines.store import open_manifest
 from jobs import console, hfs, io, paths, report, stage_resources, summary_text, timeline
 from jobs.cli import JobConfig
 from jobs.cost import run_cost
-from jobs.progress import Progress
+from jobs.progress import Progress, WorkerFailed
 from udfs.device import bind_device
 from udfs.runtime import ScorerSpec
 from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
@@ -56,6 +58,22 @@ def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> S
     return ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=batch_tokens,
                       max_seq_len=max_seq_len, device=cfg.device, overlap=cfg.overlap, fallback=cfg.fallback_model,
                       fallback_digest=fallback.digest if fallback else None)
+
+
+def check_engine_here(spark, backend: str) -> None:
+    """In local mode the workers run on this machine, and with this Python unless the
+    application gives them another interpreter or PYTHONPATH: there, an engine that cannot load
+    here (a missing package, no device) cannot load in any task, so say why now (InputError)
+    instead of failing the scoring tasks. On a cluster the workers' first attempt finds out
+    and the driver cancels the run (jobs/progress.py)."""
+    context = spark.sparkContext
+    if not (context.master == "local" or context.master.startswith("local[")):
+        return
+    if os.path.realpath(context.pythonExec) != os.path.realpath(sys.executable) or "PYTHONPATH" in context.environment:
+        return
+    reason = registry.engine_class(backend).unavailable()
+    if reason:
+        raise io.InputError(reason)
 
 
 def _fallback_model(cfg: JobConfig, manifest: Manifest, backend: str) -> Manifest | None:
@@ -139,6 +157,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         # the executors that score: with a stage profile, those of the scoring stage
         scoring_conf = stage_resources.executor_conf(cfg.scoring_resources, spark.version, spark_conf)
         spec = plan(cfg, manifest, scoring_conf)
+        check_engine_here(spark, spec.backend)
         resources = scoring_resources(cfg, spec, spark.version, spark_conf)
     except io.InputError as e:
         return _fail(2, str(e))
@@ -173,6 +192,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         else:
             m, samples, extra = _score_distinct(spark, cfg, spec, resources, workload, manifest, df, partitions,
                                                 start, out_stream)
+    except WorkerFailed as e:  # an engine that cannot load on a worker: the run was cancelled at once
+        return _fail(1, str(e))
     except Exception as e:  # noqa: BLE001 - a failed Spark job is a failed run; say why, exit 1
         return _fail(1, f"scoring failed: {_root_cause(e)}")
     scoring_seconds = time.time() - t_score
@@ -278,7 +299,7 @@ def _device_plan(spark_conf: Mapping[str, str], spec) -> str:
         amount = spark_conf.get(f"spark.executor.resource.{resource}.amount")
         if amount:
             return f"{amount} {resource} per executor (Spark assigns each task its address)"
-    return f"device {spec.device or 'cpu'}"
+    return f"device {bind_device(spec.backend, spec.device, {})}"
 
 
 def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent, samples) -> dict:

@@ -27,10 +27,16 @@ class ProgressAddress:
     token: str
 
 
+# The driver reads datagrams of up to this many bytes; a longer message is cut to fit.
+MAX_DATAGRAM = 4096
+FATAL = "fatal"  # `<token> fatal <text>`: this task failed as every attempt would; the driver cancels the run
+
+
 class ProgressReporter:
     """Counts a task attempt's scored rows: whole Arrow batches (`add`) plus the rows of the
     current one whose device batches are done (`partial`), so a partition that is a single
-    Arrow batch still moves."""
+    Arrow batch still moves. `fatal` tells the driver that the task fails for a reason every
+    retry would meet again (an engine that cannot load on this worker)."""
 
     def __init__(self, address: ProgressAddress | None, partition: int | None, attempt: int | None):
         self._address = address
@@ -54,12 +60,19 @@ class ProgressReporter:
         self._rows += rows
         self._send(self._rows)
 
+    def fatal(self, text: str) -> None:
+        if self._address is not None:
+            self._datagram(f"{self._address.token} {FATAL} {text}")
+
     def _send(self, rows: int) -> None:
+        self._sent_at = time.monotonic()
+        self._datagram(f"{self._prefix}{rows}")
+
+    def _datagram(self, text: str) -> None:
         if self._sock is None:
             return
-        self._sent_at = time.monotonic()
         try:
-            self._sock.sendto(f"{self._prefix}{rows}".encode(), (self._address.host, self._address.port))
+            self._sock.sendto(text.encode()[:MAX_DATAGRAM], (self._address.host, self._address.port))
         except OSError:  # full buffer, unreachable driver: progress is best effort
             pass
 
