@@ -63,10 +63,14 @@ class Progress:
     A worker's fatal report cancels the application's jobs, and leaving the block then raises
     WorkerFailed with the worker's reason."""
 
-    def __init__(self, spark, rows_total: int, every_seconds: float, out, unit: str = "rows"):
-        """`unit`: what is counted; a run that scores distinct texts once counts those, not rows."""
+    def __init__(self, spark, rows_total: int, every_seconds: float, out, unit: str = "rows", then: str = ""):
+        """`unit`: what is counted; a run that scores distinct texts once counts those, not rows.
+        `then`: what the run does once all are scored (joining back, writing), said at that
+        moment so that a bar at 100% is never left standing without a word."""
         self.rows_total = rows_total
         self.unit = unit
+        self._then = then
+        self._announced = False
         self._every = every_seconds
         self._out = out
         token = secrets.token_hex(8)
@@ -117,7 +121,24 @@ class Progress:
         rate = rows / elapsed if elapsed > 0 else 0.0
         eta = f"{(self.rows_total - rows) / rate:.0f}s" if rate > 0 else "unknown"
         return (f"progress: {rows}/{self.rows_total} {self.unit} ({rows / max(self.rows_total, 1):.0%}), "
-                f"{rate:.0f} {self.unit}/s, elapsed {elapsed:.0f}s, eta {eta}")
+                f"{rate:.{0 if rate >= 10 else 2}f} {self.unit}/s, elapsed {elapsed:.0f}s, eta {eta}")
+
+    def say(self, text: str) -> None:
+        """A whole line on the progress stream, above the bar where there is one."""
+        if self._bar is not None:
+            self._bar.write(text, file=self._out)
+        else:
+            print(text, file=self._out, flush=True)
+
+    def _announce(self, rows: int) -> None:
+        """Once everything is scored: say what the run does now, which can take a while."""
+        if self._announced or rows < self.rows_total or not self._then:
+            return
+        self._announced = True
+        elapsed = time.monotonic() - self._t0
+        done = f"all {self.rows_total:,} {self.unit} scored in {elapsed:.0f}s" if self.rows_total else \
+            f"no {self.unit} to score"
+        self.say(f"progress: {done}; now {self._then}")
 
     def finish(self, rows_done: int) -> None:
         """The last word, with Spark's exact count (lost datagrams cannot make it wrong)."""
@@ -161,3 +182,4 @@ class Progress:
             elif time.monotonic() - printed >= self._every:
                 printed = time.monotonic()
                 print(self.line(rows), file=self._out, flush=True)
+            self._announce(rows)

@@ -190,15 +190,18 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
             m, samples, extra = _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start,
                                                  out_stream)
         else:
-            m, samples, extra = _score_distinct(spark, cfg, spec, resources, workload, manifest, df, partitions,
-                                                start, out_stream)
+            m, samples, extra = _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in,
+                                                partitions, start, out_stream)
     except WorkerFailed as e:  # an engine that cannot load on a worker: the run was cancelled at once
         return _fail(1, str(e))
     except Exception as e:  # noqa: BLE001 - a failed Spark job is a failed run; say why, exit 1
         return _fail(1, f"scoring failed: {_root_cause(e)}")
     scoring_seconds = time.time() - t_score
-    summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent, samples),
+    summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, t_start, t_score, scoring_seconds, fields_absent,
+                          samples),
                "scoring_resources": resources.summary(), **extra}
+    failure = _failure(cfg, summary, m)
+    summary.update(exit_code=1 if failure else 0, failure=failure)  # the page and schedulers see the verdict too
     hfs.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
     try:  # the picture is secondary: the rows and summary.json are written, so the run stands
         hfs.write_text(spark, io.report_path(cfg.output, cfg.run_date), report.render(summary))
@@ -206,13 +209,19 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         console.say(f"warning: {io.report_path(cfg.output, cfg.run_date)} not written: {type(e).__name__}: {e}")
     console.say(summary_text.render(summary))
     print(json.dumps(summary, sort_keys=True), flush=True)
+    return _fail(1, failure) if failure else 0
+
+
+def _failure(cfg: JobConfig, summary: dict, m: Mapping) -> str | None:
+    """Why a run that wrote its rows still exits 1: rows lost, or more bad rows than allowed."""
+    rows_in = summary["rows_in"]
     if summary["rows_out"] != rows_in:
-        return _fail(1, f"row count mismatch: {rows_in} in, {summary['rows_out']} written")
+        return f"row count mismatch: {rows_in} in, {summary['rows_out']} written"
     if summary["bad_fraction"] > cfg.max_invalid_fraction:
-        return _fail(1, f"{summary['invalid'] + summary['error']} of {rows_in} rows invalid or failed "
-                        f"({summary['bad_fraction']:.2%} > --max-invalid-fraction {cfg.max_invalid_fraction:.2%}); "
-                        f"all rows were written" + (f"; an error: {m['an_error']}" if m.get("an_error") else ""))
-    return 0
+        return (f"{summary['invalid'] + summary['error']} of {rows_in} rows invalid or failed "
+                f"({summary['bad_fraction']:.2%} > --max-invalid-fraction {cfg.max_invalid_fraction:.2%}); "
+                f"all rows were written" + (f"; an error: {m['an_error']}" if m.get("an_error") else ""))
+    return None
 
 
 def scoring_resources(cfg: JobConfig, spec: ScorerSpec, spark_version: str,
@@ -241,17 +250,18 @@ def _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start, 
 
     console.say(start)
     observation = Observation("accel_scoring")
-    with Progress(spark, rows_in, cfg.progress_seconds, out_stream) as progress:
+    then = f"committing {cfg.output}/run_date={cfg.run_date}"
+    with Progress(spark, rows_in, cfg.progress_seconds, out_stream, then=then) as progress:
         spec = dataclasses.replace(spec, progress=progress.address)
         scored = resources.map_in_arrow(df, Scorer(spec, workload), output_ddl(workload))
         scored = scored.observe(observation, *_row_metrics(F), *_engine_metrics(F))
         io.write_scores(scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
         m = observation.get
         progress.finish(int(m.get("rows_out") or 0))
-    return m, progress.samples, {"dedup": {"level": "batch"}}
+    return m, progress.samples, {"dedup": {"level": "batch"}, "scored_unit": "rows"}
 
 
-def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, partitions, start, out_stream):
+def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in, partitions, start, out_stream):
     """Distinct units scored once (jobs/distinct_plan.py); with --cache, only those it lacks,
     then added to it once the output is committed."""
     from pyspark.sql import Observation
@@ -270,7 +280,9 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, partiti
             console.say(f"{start}; {counts.distinct:,} distinct {unit}"
                         + (f", {counts.cached:,} of them in the cache" if cache else ""))
             engine_obs, row_obs = Observation("accel_scoring_units"), Observation("accel_scoring_rows")
-            with Progress(spark, counts.to_score, cfg.progress_seconds, out_stream, unit=unit) as progress:
+            then = (f"joining them back to the {rows_in:,} rows and writing {cfg.output}/run_date={cfg.run_date}"
+                    + (", then adding them to the cache" if cache else ""))
+            with Progress(spark, counts.to_score, cfg.progress_seconds, out_stream, unit=unit, then=then) as progress:
                 fresh = plan.scored_units(dataclasses.replace(spec, progress=progress.address), resources,
                                           counts, lambda df: df.observe(engine_obs, *_engine_metrics(F)),
                                           cache.staging(run_id) if cache else None)
@@ -279,7 +291,8 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, partiti
                 io.write_scores(rows.drop("_hit").withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
                 m = {**(engine_obs.get if counts.to_score else {}), **row_obs.get}
                 progress.finish(int(m.get("units_scored") or 0))
-            extra = {"dedup": {"level": "run", "units": counts.distinct, "units_scored": int(m.get("units_scored") or 0)}}
+            extra = {"dedup": {"level": "run", "units": counts.distinct, "units_scored": int(m.get("units_scored") or 0)},
+                     "scored_unit": unit}
             if cache:
                 added = cache.commit(run_id, cfg.run_date, fresh if counts.to_score else None,
                                      plan.used_keys() if counts.cached else None)
@@ -302,7 +315,8 @@ def _device_plan(spark_conf: Mapping[str, str], spec) -> str:
     return f"device {bind_device(spec.backend, spec.device, {})}"
 
 
-def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent, samples) -> dict:
+def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, t_score, scoring_seconds, fields_absent,
+             samples) -> dict:
     batches = timeline.parse(m.get("batches"))
     per_task = timeline.per_task(batches)
     tasks = sorted(({**t, **per_task.get((t["partition"], t["attempt"]), {})}
@@ -333,7 +347,8 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, f
         "real_tokens": real, "padded_tokens": padded,
         "padding_efficiency": round(real / padded, 4) if padded else None,
         "spark_application_id": spark.sparkContext.applicationId, "tasks": tasks,
-        "timeline": timeline.from_samples(samples) or timeline.buckets(batches), "cost": cost,
+        "timeline": (timeline.from_samples(samples, t_score, t_score + scoring_seconds)
+                     or timeline.buckets(batches, t_score, t_score + scoring_seconds)), "cost": cost,
     }
 
 

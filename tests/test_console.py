@@ -41,6 +41,34 @@ def test_row_counts_keep_the_newest_attempt_of_each_partition_and_ignore_strange
     assert counts.total() == 310
 
 
+def _progress(out, total: int, **kw):
+    """A driver's Progress without Spark: a local master, so it listens on loopback."""
+    from types import SimpleNamespace
+
+    from jobs.progress import Progress
+
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(getConf=lambda: {"spark.master": "local[2]"}))
+    return Progress(spark, total, 3600, out, **kw)
+
+
+def test_progress_says_what_follows_once_all_is_scored_and_a_slow_rate_is_not_zero():
+    """Issue #25: `5/5 texts (100%), 0 texts/s`, then 19 s at 100% without a word before `done:`."""
+    import io
+    import time
+
+    out = io.StringIO()
+    with _progress(out, 5, unit="texts", then="joining them back to the 8 rows and writing out/run_date=x") as p:
+        p.counts.record(f"{p.address.token} 0 0 5")
+        deadline = time.monotonic() + 10
+        while "now joining" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        p._t0 = time.monotonic() - 19
+        line = p.line(5)
+    assert re.search(r"^progress: all 5 texts scored in \d+s; now joining them back to the 8 rows and writing "
+                     r"out/run_date=x$", out.getvalue(), re.M), out.getvalue()
+    assert "0.26 texts/s" in line, line
+
+
 @pytest.fixture(scope="module")
 def pairs_parquet(tmp_path_factory):
     path = tmp_path_factory.mktemp("in") / "pairs.parquet"

@@ -96,9 +96,13 @@ def test_invalid_fraction_gate_exits_1_after_writing_everything(spark, model, wr
                                max_invalid_fraction=0.2)
     assert rc == 1 and "25.00% > --max-invalid-fraction 20.00%" in err
     assert len(read_partition(tmp_path / "out", "2026-03-02")) == 20 and summary["invalid"] == 5
-    rc, _, _ = run_job(main, capsys, input=path, output=tmp_path / "out", model=model, run_date="2026-03-02",
-                       max_invalid_fraction=0.25)
-    assert rc == 0
+    # The summary and the page say the run failed, and why, as the exit code does.
+    assert summary["exit_code"] == 1 and "25.00% > --max-invalid-fraction 20.00%" in summary["failure"]
+    page = (tmp_path / "out" / "_runs" / "run_date=2026-03-02" / "report.html").read_text()
+    assert 'id="outcome" class="failed">failed, exit 1: 5 of 20 rows invalid or failed (25.00% &gt;' in page
+    rc, summary, _ = run_job(main, capsys, input=path, output=tmp_path / "out", model=model, run_date="2026-03-02",
+                             max_invalid_fraction=0.25)
+    assert rc == 0 and summary["exit_code"] == 0 and summary["failure"] is None
 
 
 def test_rerun_replaces_only_its_date(spark, model, write, tmp_path, capsys):
