@@ -3,7 +3,9 @@
 Workers send their attempt's running row count after every Arrow batch (udfs/progress.py); the
 driver keeps the newest attempt's count per partition, so a retried task counts its rows once.
 On a terminal the job draws a progress bar (tqdm); elsewhere (EMR step logs, Airflow task logs,
-a pipe) it prints one plain line every --progress-seconds.
+a pipe) it prints one plain line every --progress-seconds. In local mode the workers' one-line
+messages come the same way and are printed whole, above the bar (tqdm's write), where the
+workers' own stderr would have cut into it.
 """
 from __future__ import annotations
 
@@ -12,16 +14,21 @@ import socket
 import threading
 import time
 
-from udfs.progress import FATAL, MAX_DATAGRAM, ProgressAddress
+from udfs.progress import FATAL, MAX_DATAGRAM, SAY, ProgressAddress
 
 BAR_REFRESH_SECONDS = 0.5
+
+
+def is_local(spark) -> bool:
+    """Local mode: the executors run on the driver's machine, their stderr on its terminal."""
+    return spark.sparkContext.getConf().get("spark.master", "local").startswith("local")
 
 
 def driver_addresses(spark) -> tuple[str, str]:
     """(bind, advertise): loopback in local mode; else Spark's own driver addresses, which the
     executors already reach (its RPC and block manager live there)."""
     conf = spark.sparkContext.getConf()
-    if conf.get("spark.master", "local").startswith("local"):
+    if is_local(spark):
         return "127.0.0.1", "127.0.0.1"
     host = conf.get("spark.driver.host", socket.gethostname())
     return conf.get("spark.driver.bindAddress", host), host
@@ -83,7 +90,7 @@ class Progress:
         self._sock = socket.socket(family, socket.SOCK_DGRAM)
         self._sock.bind((bind, 0))
         self._sock.settimeout(0.2)
-        self.address = ProgressAddress(advertise, self._sock.getsockname()[1], token)
+        self.address = ProgressAddress(advertise, self._sock.getsockname()[1], token, relay=is_local(spark))
         self._stop = threading.Event()
         self._t0 = time.monotonic()
         self._bar = None
@@ -166,6 +173,8 @@ class Progress:
             if self.fatal is None:
                 self.fatal = text
                 self._context.cancelAllJobs()
+        elif token == self._token and kind == SAY:
+            self.say(text)
         else:
             self.counts.record(message)
         return True

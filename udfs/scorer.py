@@ -25,7 +25,7 @@ from engines.errors import EngineUnavailableError, TargetMismatchError
 from udfs import faults, imds
 from udfs.cache import WORKER_CACHE
 from udfs.device import bind_device, task_cpus, task_resources
-from udfs.progress import ProgressReporter
+from udfs.progress import ProgressReporter, relayed
 from udfs.runtime import ScorerSpec, load_runtime
 from udfs.tasks import SINGLE_TEXT_TASKS
 
@@ -106,9 +106,10 @@ class Scorer:
         partition, attempt = (ctx.partitionId(), ctx.attemptNumber()) if ctx else (None, None)
         progress = ProgressReporter(spec.progress, partition, attempt)
         try:
-            runtime, loaded = WORKER_CACHE.get_or_load(
-                (spec.digest, spec.fallback_digest, spec.backend, str(device)),
-                lambda: load_runtime(spec, device, threads))
+            with relayed(progress):  # what loading says goes above a local driver's progress bar
+                runtime, loaded = WORKER_CACHE.get_or_load(
+                    (spec.digest, spec.fallback_digest, spec.backend, str(device)),
+                    lambda: load_runtime(spec, device, threads))
         except (EngineUnavailableError, TargetMismatchError) as e:
             # Every retry on a worker like this one would fail alike: the driver cancels the run.
             progress.fatal(f"executor {socket.gethostname()}: {e}")
