@@ -52,14 +52,27 @@ def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
 
 
 def absent_fields(df: DataFrame, workload) -> list[str]:
-    """The workload's optional columns that the input lacks, after one warning on stderr per input
-    column that looks like a misspelling of a missing one: `right_brnad` would otherwise leave
-    `right_brand` empty without a word and change the scores."""
+    """The workload's optional columns that the input lacks. A missing required column is an
+    InputError; a missing column that looks like an input column gets a hint, in the right
+    direction: when a flag typed by the user named it (`--id-column pairid` against the input's
+    `pair_id`), the flag is the likely misspelling; otherwise the input's column is, and a
+    misspelt optional column (`right_brnad`) would leave `right_brand` empty without a word and
+    change the scores, so it gets a `warning:` line."""
     expected = list(dict.fromkeys(workload.required_columns + workload.text_columns))
     missing = [c for c in expected if c not in df.columns]
+    flags = workload.flag_columns()
+    hints = {}  # missing column -> (the input column it resembles, the sentence that says so)
     for column, match in lookalikes([c for c in df.columns if c not in expected], missing):
-        console.say(f"warning: input column {column!r} looks like a misspelling of {match!r}, which the input "
-                    f"lacks; {column!r} is not read")
+        hints[match] = (column, f"{flags[match]} names column {match!r}, which looks like a misspelling of the "
+                                f"input's {column!r}" if match in flags else
+                        f"input column {column!r} looks like a misspelling of {match!r}, which the input lacks")
+    required = [c for c in workload.required_columns if c in missing]
+    if required:
+        raise InputError(f"input lacks required column(s) {required}; "
+                         + "".join(f"{hints[c][1]}; " for c in required if c in hints) + f"it has {sorted(df.columns)}")
+    for match, (column, sentence) in hints.items():
+        read = f"{match!r} is read as empty text and " if match in flags else ""
+        console.say(f"warning: {sentence}; {read}{column!r} is not read")
     return [c for c in workload.optional_columns if c in missing]
 
 

@@ -32,10 +32,13 @@ import uuid
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from jobs import console, hfs  # noqa: E402
-from jobs.cli import OneLineParser, positive_int  # noqa: E402
-from udfs import faults  # noqa: E402
-from udfs.units import VALUE_COLUMNS, VALUE_DDL, VALUE_FORMAT  # noqa: E402
+from jobs.entry import needs_project  # noqa: E402 (standard library only)
+
+with needs_project("-m jobs.result_cache"):
+    from jobs import console, hfs
+    from jobs.cli import OneLineParser, positive_int
+    from udfs import faults
+    from udfs.units import VALUE_COLUMNS, VALUE_DDL, VALUE_FORMAT
 
 # Stored next to each unit's result: whether it was truncated, its real tokens (what a hit saves)
 # and the last run date that used it (what `expire` reads).

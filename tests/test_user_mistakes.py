@@ -48,6 +48,12 @@ def _odd_run_date(tmp_path, model, tiny_models):
     return dict(input=_input(tmp_path), model=model, run_date="20261129"), "argument --run-date: must be YYYY-MM-DD, got '20261129'"
 
 
+def _id_column_typo(tmp_path, model, tiny_models):
+    """The flag is the misspelling, not the input's column (issue #25: the warning had it backwards)."""
+    return (dict(input=_input(tmp_path), model=model, id_column="pairid"),
+            "--id-column pairid names column 'pairid', which looks like a misspelling of the input's 'pair_id'")
+
+
 def _file_as_output(tmp_path, model, tiny_models):
     (tmp_path / "scores.parquet").write_bytes(b"an existing file")
     return dict(input=_input(tmp_path), model=model, output=tmp_path / "scores.parquet"), "is a file, not a folder"
@@ -59,6 +65,7 @@ def _file_as_output(tmp_path, model, tiny_models):
     _optional_field_typo,
     _hugging_face_folder_as_model,
     _odd_run_date,
+    _id_column_typo,
     _file_as_output,
 ], ids=lambda f: f.__name__.strip("_"))
 def test_each_first_mistake_gets_one_error_line_exit_2_and_writes_nothing(spark, model, tiny_models, tmp_path,
@@ -70,6 +77,7 @@ def test_each_first_mistake_gets_one_error_line_exit_2_and_writes_nothing(spark,
     errors = [line for line in err.splitlines() if "error:" in line]
     assert rc == 2 and summary is None, err
     assert len(errors) == 1 and message in errors[0] and "Traceback" not in err, err
+    assert "warning:" not in err, err  # the error line says it all, a hint included
     assert _snapshot(Path(flags["output"])) == before
 
 
@@ -152,3 +160,19 @@ def test_overlap_is_judged_by_location_across_s3_schemes_and_globs():
         "--input and --output are the same folder (s3a://b/pairs/*.parquet)"
     assert clash({"--input": "s3://b/pairs", "--output": "s3://b/pairs-scores", "--cache": "s3://other/pairs"}) is None
     assert clash({"--input": "s3://b/pairs", "--output": "s3://c/pairs", "--cache": None}) is None
+
+
+@pytest.mark.parametrize("command", [["jobs/duplicates.py", "--help"], ["jobs/query_intent.py", "--input", "x"],
+                                     ["-m", "jobs.result_cache", "stats", "x"]])
+def test_a_python_without_the_project_packages_says_to_use_the_venv_in_one_line(command):
+    """Issue #25: `python3 jobs/duplicates.py` outside the venv printed a 14-line traceback ending in
+    `ModuleNotFoundError: No module named 'numpy'`. `-S`: this Python without its site-packages."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-S", *command], cwd=repo, capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: {sys.executable} cannot import ") and "which accel-scoring needs" in done.stderr
+    assert f".venv/bin/python {' '.join(command[:2] if command[0] == '-m' else command[:1])} …" in done.stderr
