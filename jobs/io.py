@@ -3,6 +3,7 @@ a local folder, `s3://` on EMR (EMRFS), `s3a://` elsewhere."""
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import sys
 import uuid
@@ -11,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs import console
+from jobs import console, hfs
 from udfs.workloads import ID_COUNT
 
 
@@ -161,6 +162,22 @@ def check_output(spark: SparkSession, output: str, flag: str = "--output") -> No
                 fs.delete(made, False)
             except Exception:  # noqa: BLE001 - another run's files arrived in a folder this probe made: keep it
                 break
+
+
+def check_output_owner(spark: SparkSession, output: str, job: str) -> None:
+    """Refuse an --output that holds another job's partitions (their run summaries say which
+    job wrote them): a run, re-run or back-fill there would replace that job's run_date with
+    rows of another schema. A root without summaries is new, or not this project's: left alone."""
+    runs = f"{output}/_runs"
+    for name in hfs.list_names(spark, runs)[-1:]:  # the newest run date
+        try:
+            wrote = json.loads(hfs.read_text(spark, f"{runs}/{name}/summary.json")).get("job")
+        except Exception:  # noqa: BLE001 - no summary there (a Java FileNotFoundException) or not JSON
+            continue
+        if wrote and wrote != job:
+            raise InputError(f"--output {output} holds {wrote}'s output ({runs}/{name}/summary.json): this job "
+                             f"({job}) would replace its run_date partitions with rows of another table; give each "
+                             f"job its own --output")
 
 
 def _java_message(e: Exception) -> str:

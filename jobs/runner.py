@@ -167,6 +167,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         if apart:  # before check_output, whose probe creates a file under --output
             raise io.InputError(apart)
         io.check_output(spark, cfg.output)
+        io.check_output_owner(spark, cfg.output, app_name)
         if cfg.cache:
             io.check_output(spark, cfg.cache, flag="--cache")
         raw = io.read_input(spark, cfg.input, cfg.input_format)
@@ -197,8 +198,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     except Exception as e:  # noqa: BLE001 - a failed Spark job is a failed run; say why, exit 1
         return _fail(1, f"scoring failed: {_root_cause(e)}")
     scoring_seconds = time.time() - t_score
-    summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, t_start, t_score, scoring_seconds, fields_absent,
-                          samples),
+    summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds,
+                          fields_absent, samples),
                "scoring_resources": resources.summary(), **extra}
     failure = _failure(cfg, summary, m)
     summary.update(exit_code=1 if failure else 0, failure=failure)  # the page and schedulers see the verdict too
@@ -315,7 +316,7 @@ def _device_plan(spark_conf: Mapping[str, str], spec) -> str:
     return f"device {bind_device(spec.backend, spec.device, {})}"
 
 
-def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, t_score, scoring_seconds, fields_absent,
+def _summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds, fields_absent,
              samples) -> dict:
     batches = timeline.parse(m.get("batches"))
     per_task = timeline.per_task(batches)
@@ -328,7 +329,7 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, t_score, scoring_s
     real, padded = int(m.get("real_tokens") or 0), int(m.get("padded_tokens") or 0)
     invalid, error = int(m.get("invalid") or 0), int(m.get("error") or 0)
     return {
-        "job": spark.sparkContext.appName, "run_date": cfg.run_date, "input": cfg.input, "output": cfg.output,
+        "job": app_name, "run_date": cfg.run_date, "input": cfg.input, "output": cfg.output,
         "rows_in": rows_in, "rows_out": rows_out, "ok": int(m.get("ok") or 0), "invalid": invalid, "error": error,
         "invalid_by_reason": {code: int(m.get(f"invalid_{code}") or 0) for code in REASON_CODES},
         "truncated": int(m.get("truncated") or 0), "fields_absent": fields_absent,

@@ -120,6 +120,22 @@ def test_rerun_replaces_only_its_date(spark, model, write, tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir() if p.name.startswith("run_date=")) == ["run_date=2026-04-01", "run_date=2026-04-02"]
 
 
+def test_another_jobs_output_is_refused_and_left_as_it_was(spark, model, compile_artifact, write, tmp_path, capsys):
+    """A back-fill of the intent job pointed at the duplicates' output would replace their date."""
+    from jobs import query_intent
+
+    out = tmp_path / "out"
+    assert run_job(main, capsys, input=write(pairs_frame(12)), output=out, model=model, run_date="2026-04-01")[0] == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    intent = compile_artifact("text-classification")
+    capsys.readouterr()
+    rc, summary, err = run_job(query_intent.main, capsys, input=tmp_path / "never-read.parquet", output=out,
+                               model=intent, run_date="2026-04-01")
+    assert rc == 2 and summary is None and err.count("\n") == 1, err
+    assert err.startswith(f"error: --output {out} holds accel-scoring-duplicates's output"), err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
 @pytest.mark.parametrize("name", ["in.jsonl", "in.csv"])
 def test_jsonl_and_csv_inputs_with_absent_optional_fields(spark, model, write, tmp_path, capsys, name):
     df = pairs_frame(10)[["pair_id", "left_title", "right_title", "left_description"]]
