@@ -92,10 +92,11 @@ class Engine(abc.ABC):
         return manifest.backend == cls.backend
 
     @classmethod
-    def unavailable(cls) -> str | None:
-        """Why this backend cannot load on this machine, found without loading anything or
-        claiming a device (a missing package, no device); None when it may. A local-mode driver
-        asks before any task, since its machine and Python are the workers' (jobs/runner.py)."""
+    def unavailable(cls, device: Device) -> str | None:
+        """Why this backend cannot load on `device` of this machine, found without loading
+        anything or claiming the device (a missing package, no such device); None when it may. A
+        local-mode driver asks before any task, since its machine and Python are the workers'
+        (jobs/runner.py)."""
         return None
 
     @property

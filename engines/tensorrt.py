@@ -26,7 +26,7 @@ import numpy as np
 
 from engines import parity, trt_build
 from engines.artifact import sha256_file
-from engines.base import Engine, EngineSpec
+from engines.base import Device, Engine, EngineSpec
 from engines.cuda_slots import Slot
 from engines.errors import EngineCallError, EngineUnavailableError, ParityError, TargetMismatchError
 from engines.hardware import cuda_ordinal, local_gpus, number_gpus_like_nvidia_smi
@@ -133,7 +133,7 @@ class TensorRTEngine(Engine):
         self.parity_record: dict | None = None
 
     @classmethod
-    def unavailable(cls) -> str | None:
+    def unavailable(cls, device: Device) -> str | None:
         missing = [m for m in ("torch", "tensorrt") if importlib.util.find_spec(m) is None]
         if missing:
             return _missing(missing)

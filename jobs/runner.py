@@ -60,7 +60,7 @@ def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> S
                       fallback_digest=fallback.digest if fallback else None)
 
 
-def check_engine_here(spark, backend: str) -> None:
+def check_engine_here(spark, spec: ScorerSpec) -> None:
     """In local mode the workers run on this machine, and with this Python unless the
     application gives them another interpreter or PYTHONPATH: there, an engine that cannot load
     here (a missing package, no device) cannot load in any task, so say why now (InputError)
@@ -71,7 +71,7 @@ def check_engine_here(spark, backend: str) -> None:
         return
     if os.path.realpath(context.pythonExec) != os.path.realpath(sys.executable) or "PYTHONPATH" in context.environment:
         return
-    reason = registry.engine_class(backend).unavailable()
+    reason = registry.engine_class(spec.backend).unavailable(bind_device(spec.backend, spec.device, {}))
     if reason:
         raise io.InputError(reason)
 
@@ -157,7 +157,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         # the executors that score: with a stage profile, those of the scoring stage
         scoring_conf = stage_resources.executor_conf(cfg.scoring_resources, spark.version, spark_conf)
         spec = plan(cfg, manifest, scoring_conf)
-        check_engine_here(spark, spec.backend)
+        check_engine_here(spark, spec)
         resources = scoring_resources(cfg, spec, spark.version, spark_conf)
     except io.InputError as e:
         return _fail(2, str(e))

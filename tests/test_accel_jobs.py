@@ -155,7 +155,7 @@ def test_an_engine_a_worker_cannot_load_cancels_the_run_at_its_first_attempt(spa
     from engines.tensorrt import TensorRTEngine
 
     _cannot_run_tensorrt()
-    monkeypatch.setattr(TensorRTEngine, "unavailable", classmethod(lambda cls: None))  # the driver's view only
+    monkeypatch.setattr(TensorRTEngine, "unavailable", classmethod(lambda cls, device: None))  # the driver's view only
     path, _ = pairs
     model = compile_artifact("pair-classification", "tensorrt")
     capsys.readouterr()
