@@ -14,8 +14,8 @@ Sub-commands::
     eks-wait          wait for an EMR on EKS job run
 
 Every AWS sub-command takes ``--endpoint-url`` (or ``AWS_ENDPOINT_URL``), ``--region``,
-``--aws-profile`` and ``--dry-run`` (print each request as a JSON line instead of sending it;
-the wait commands describe once and do not poll). ``package --dry-run`` lists what it would
+``--aws-profile`` and ``--dry-run`` (print each request as a JSON line on stdout instead of
+sending it, and everything else on stderr; the wait commands describe once and do not poll). ``package --dry-run`` lists what it would
 build; ``profiles`` sends nothing, so its ``--dry-run`` changes nothing; ``preflight --dry-run``
 lists its checks and reads nothing.
 Exit codes: 0 ok; 1 an AWS call or a step failed, or preflight found a problem; 2 bad arguments
@@ -25,6 +25,7 @@ or local input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -152,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="a local artifact folder to upload, or s3://... to check")
     p.add_argument("--no-env", action="store_true",
                    help="do not upload the environment archive (bootstrap-installed environment)")
+    p.add_argument("--force", action="store_true",
+                   help="replace a model already staged under the same name and version with another artifact")
 
     p = sub.add_parser("create-cluster", parents=[common, python_env], help="create a GPU cluster from a profile")
     p.add_argument("--profile", required=True, help="GPU profile: see `python -m emr profiles`")
@@ -202,6 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("terminate", parents=[common], help="terminate a cluster")
     p.add_argument("--cluster-id", required=True)
+    p.add_argument("--force", action="store_true",
+                   help="terminate although steps are running or waiting (they end unfinished)")
 
     p = sub.add_parser("eks-submit", parents=[common], help="run the job on EMR on EKS (Inferentia)")
     p.add_argument("--virtual-cluster-id", required=True)
@@ -238,7 +243,7 @@ def _echo(text: str) -> None:
 
 def _clients(args: argparse.Namespace) -> Clients:
     return Clients(endpoint_url=args.endpoint_url, region=args.region,
-                   profile=args.aws_profile, dry_run=args.dry_run)
+                   profile=args.aws_profile, dry_run=args.dry_run, out=args.requests_out)
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
@@ -426,6 +431,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
         model_dir = Path(args.model)
     plan = staging.plan_stage(layout, jobs_dir=args.jobs_dir, dist_dir=args.dist,
                               include_env=not args.no_env, model_dir=model_dir)
+    if model_dir is not None and not args.force and not args.dry_run:  # a dry run reads nothing back
+        staging.check_model_target(clients.s3, plan)
 
     def report(item: Any, result: Any) -> None:
         verb = "unchanged" if result.skipped else ("would upload" if args.dry_run else "uploaded")
@@ -533,7 +540,7 @@ def _would_poll(what: str, args: argparse.Namespace) -> str:
 def cmd_terminate(args: argparse.Namespace) -> int:
     from emr import cluster
 
-    cluster.terminate(_clients(args).emr, args.cluster_id)
+    cluster.terminate(_clients(args).emr, args.cluster_id, force=args.force)
     _echo(f"cluster {args.cluster_id}: termination requested")
     return 0
 
@@ -605,8 +612,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      ProfileNotFound)
 
     args = build_parser().parse_args(argv)
+    # A dry run's stdout is its requests, one JSON line each, so that `| jq` reads them; what it
+    # says for people (would upload, cluster j-DRYRUN, the ids) goes to stderr, as the jobs do.
+    args.requests_out = sys.stdout
     try:
-        code = COMMANDS[args.command](args)
+        with contextlib.redirect_stdout(sys.stderr) if args.dry_run else contextlib.nullcontext():
+            code = COMMANDS[args.command](args)
         if args.dry_run:
             print(_DRY_RUN_NOTES.get(args.command, _DRY_RUN_NOTE), file=sys.stderr)
         return code

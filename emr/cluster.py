@@ -21,6 +21,7 @@ from emr.profiles import (PLAN_CACHE_DIR, CpuNode, GpuProfile, get_cpu_node, gpu
                           stage_level_configurations)
 from emr.releases import DEFAULT, ReleaseLine, require_line
 from emr.stacks import GPU
+from emr.steps import STEP_ACTIVE_STATES
 
 PYTHON_ENVS = ("archive", "bootstrap")
 ACTIVE_STATES = ("STARTING", "BOOTSTRAPPING", "RUNNING", "WAITING")
@@ -354,10 +355,18 @@ def wait_for_cluster(
         sleep(poll_s)
 
 
-def terminate(client: Any, cluster_id: str) -> None:
+def terminate(client: Any, cluster_id: str, *, force: bool = False) -> None:
+    """Terminate a cluster, unless steps are running or waiting on it and `force` is not given:
+    terminating ends them, and a step ended mid-write leaves its run_date to be run again."""
     from botocore.exceptions import ClientError
 
     describe_cluster(client, cluster_id)  # an unknown id gets a clear message
+    if not force:
+        active = client.list_steps(ClusterId=cluster_id, StepStates=list(STEP_ACTIVE_STATES)).get("Steps", [])
+        if active:
+            named = ", ".join(f"{s.get('Id')} ({s.get('Name')}, {s.get('Status', {}).get('State')})" for s in active[:5])
+            raise EmrError(f"cluster {cluster_id} has {len(active)} step(s) running or waiting: {named}; terminating "
+                           f"would end them; wait for them (python -m emr wait), or pass --force", exit_code=2)
     try:
         client.terminate_job_flows(JobFlowIds=[cluster_id])
     except ClientError as exc:

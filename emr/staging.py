@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterable
 
 from emr import layout as L
 from emr.errors import EmrError
-from emr.s3 import S3Uri, UploadResult, read_bytes, require_object, upload
+from emr.s3 import SHA256_METADATA, S3Uri, UploadResult, head, read_bytes, require_object, upload
+from engines.artifact import sha256_file
 
 EMR_DIR = Path(__file__).resolve().parent
 REPO_ROOT = EMR_DIR.parent
@@ -104,6 +105,20 @@ def plan_model(layout: L.Layout, model_dir: Path) -> list[Upload]:
     # The manifest goes last: a reader that finds it finds every file it lists.
     uploads.append(Upload(manifest_path, target.join("manifest.json"), "model manifest"))
     return uploads
+
+
+def check_model_target(client: Any, plan: list[Upload]) -> None:
+    """Refuse (EmrError, exit 2) to stage a model over another artifact of the same name and
+    version: every output row records that name@version, and jobs running with it check its
+    digest, so replacing it changes what past rows mean and fails those jobs mid-run."""
+    (manifest,) = [u for u in plan if u.what == "model manifest"]
+    found = head(client, manifest.target)
+    if found is None or found.get("Metadata", {}).get(SHA256_METADATA) == sha256_file(manifest.source):
+        return
+    folder = str(manifest.target).rsplit("/", 1)[0] + "/"
+    raise EmrError(f"{folder} already holds another artifact (its manifest.json differs from {manifest.source}): "
+                   f"a name and version name one artifact; compile this one with another --name or --version, "
+                   f"or pass --force to replace it", exit_code=2)
 
 
 def stage(

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 from emr import layout as L
 from emr.errors import EmrError, explain_client_error
 from emr.s3 import S3Uri, tail_log
+from jobs import paths
 
 STEP_FAILED_STATES = ("FAILED", "CANCELLED", "INTERRUPTED")
 STEP_ACTIVE_STATES = ("PENDING", "CANCEL_PENDING", "RUNNING")
@@ -43,6 +44,9 @@ class JobRequest:
             raise EmrError(f"unknown job {self.job!r}; expected one of {', '.join(L.JOBS)}", 2)
         if "{{" not in self.run_date and not _RUN_DATE.match(self.run_date):
             raise EmrError(f"--run-date must be YYYY-MM-DD, got {self.run_date!r}", 2)
+        apart = paths.refusal({"--input": self.input, "--output": self.output, "--cache": self.cache})
+        if apart:  # the job's driver would refuse it too, once a cluster is paid for
+            raise EmrError(apart, 2)
 
     @property
     def backend(self) -> str:

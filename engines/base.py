@@ -91,6 +91,14 @@ class Engine(abc.ABC):
         """Whether this engine can run the artifact: by default, artifacts of its own backend."""
         return manifest.backend == cls.backend
 
+    @classmethod
+    def unavailable(cls, device: Device) -> str | None:
+        """Why this backend cannot load on `device` of this machine, found without loading
+        anything or claiming the device (a missing package, no such device); None when it may. A
+        local-mode driver asks before any task, since its machine and Python are the workers'
+        (jobs/runner.py)."""
+        return None
+
     @property
     def spec(self) -> EngineSpec:
         return EngineSpec(input_names=self.manifest.inputs, max_seq_len=self.manifest.max_seq_len,

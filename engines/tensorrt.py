@@ -16,6 +16,7 @@ EngineUnavailableError naming what is missing and the fix.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -25,13 +26,15 @@ import numpy as np
 
 from engines import parity, trt_build
 from engines.artifact import sha256_file
-from engines.base import Engine, EngineSpec
+from engines.base import Device, Engine, EngineSpec
 from engines.cuda_slots import Slot
 from engines.errors import EngineCallError, EngineUnavailableError, ParityError, TargetMismatchError
-from engines.hardware import cuda_ordinal, number_gpus_like_nvidia_smi
+from engines.hardware import cuda_ordinal, local_gpus, number_gpus_like_nvidia_smi
 
-INSTALL_HINT = (f"install the project's wheel with its gpu extra ({trt_build.TENSORRT_REQUIREMENT}) in the executors' "
-                "Python, plus a CUDA build of torch: README.md, 'Installing on executors'")
+INSTALL_HINT = (f"install its gpu extra ({trt_build.TENSORRT_REQUIREMENT}) in the executors' Python, with "
+                "`pip install -e '.[gpu]'` in a checkout or `pip install 'dist/accel_scoring-<version>-py3-none-any.whl[gpu]'` "
+                "(make package), plus a CUDA 12 build of torch: README.md, 'Installing on executors'; "
+                "to score on the CPU instead, use --backend onnx")
 
 
 def check_target(target: Mapping, trt_version: str, compute_capability: tuple[int, int], precision: str) -> None:
@@ -50,6 +53,10 @@ def check_target(target: Mapping, trt_version: str, compute_capability: tuple[in
                                   f">= {lo}, < {hi}")
 
 
+def _missing(modules: list[str]) -> str:
+    return f"backend tensorrt needs {' and '.join(modules)}, not importable in {sys.executable}; {INSTALL_HINT}"
+
+
 def _import_runtime():
     number_gpus_like_nvidia_smi()  # before torch can initialise CUDA
     missing = []
@@ -64,8 +71,7 @@ def _import_runtime():
         trt = None
         missing.append("tensorrt")
     if missing:
-        raise EngineUnavailableError(f"backend tensorrt needs {' and '.join(missing)}, not importable in "
-                                     f"{sys.executable}; {INSTALL_HINT}")
+        raise EngineUnavailableError(_missing(missing))
     if not torch.cuda.is_available():
         raise EngineUnavailableError(
             "backend tensorrt needs a CUDA GPU, and torch.cuda.is_available() is False here "
@@ -125,6 +131,16 @@ class TensorRTEngine(Engine):
         self.profiles = list(self.build_spec.profiles)
         self.plan_source: str | None = None
         self.parity_record: dict | None = None
+
+    @classmethod
+    def unavailable(cls, device: Device) -> str | None:
+        missing = [m for m in ("torch", "tensorrt") if importlib.util.find_spec(m) is None]
+        if missing:
+            return _missing(missing)
+        if not local_gpus():
+            return ("backend tensorrt needs an NVIDIA GPU, and this machine has none (nvidia-smi, /dev/nvidia*); "
+                    "run it where Spark's executors have one, or score on the CPU with --backend onnx")
+        return None
 
     @property
     def spec(self) -> EngineSpec:

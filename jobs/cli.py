@@ -94,7 +94,7 @@ def format_from_path(path: str) -> str:
     return "parquet"
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     """A bad flag is one `error:` line, like every other refusal of the job, not a usage block."""
 
     def error(self, message: str):
@@ -117,7 +117,7 @@ def batch_tokens_defaults() -> str:
 
 
 def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    p = _Parser(prog=prog, description=description)
+    p = OneLineParser(prog=prog, description=description)
     req = p.add_argument_group("Required arguments")
     req.add_argument("--input", required=True, help="input table: a folder or file, local or s3://")
     req.add_argument("--output", required=True, help="output root; rows land in <output>/run_date=<date>/")

@@ -3,6 +3,7 @@ a local folder, `s3://` on EMR (EMRFS), `s3a://` elsewhere."""
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import sys
 import uuid
@@ -11,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs import console
+from jobs import console, hfs
 from udfs.workloads import ID_COUNT
 
 
@@ -52,14 +53,27 @@ def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
 
 
 def absent_fields(df: DataFrame, workload) -> list[str]:
-    """The workload's optional columns that the input lacks, after one warning on stderr per input
-    column that looks like a misspelling of a missing one: `right_brnad` would otherwise leave
-    `right_brand` empty without a word and change the scores."""
+    """The workload's optional columns that the input lacks. A missing required column is an
+    InputError; a missing column that looks like an input column gets a hint, in the right
+    direction: when a flag typed by the user named it (`--id-column pairid` against the input's
+    `pair_id`), the flag is the likely misspelling; otherwise the input's column is, and a
+    misspelt optional column (`right_brnad`) would leave `right_brand` empty without a word and
+    change the scores, so it gets a `warning:` line."""
     expected = list(dict.fromkeys(workload.required_columns + workload.text_columns))
     missing = [c for c in expected if c not in df.columns]
+    flags = workload.flag_columns()
+    hints = {}  # missing column -> (the input column it resembles, the sentence that says so)
     for column, match in lookalikes([c for c in df.columns if c not in expected], missing):
-        console.say(f"warning: input column {column!r} looks like a misspelling of {match!r}, which the input "
-                    f"lacks; {column!r} is not read")
+        hints[match] = (column, f"{flags[match]} names column {match!r}, which looks like a misspelling of the "
+                                f"input's {column!r}" if match in flags else
+                        f"input column {column!r} looks like a misspelling of {match!r}, which the input lacks")
+    required = [c for c in workload.required_columns if c in missing]
+    if required:
+        raise InputError(f"input lacks required column(s) {required}; "
+                         + "".join(f"{hints[c][1]}; " for c in required if c in hints) + f"it has {sorted(df.columns)}")
+    for match, (column, sentence) in hints.items():
+        read = f"{match!r} is read as empty text and " if match in flags else ""
+        console.say(f"warning: {sentence}; {read}{column!r} is not read")
     return [c for c in workload.optional_columns if c in missing]
 
 
@@ -94,6 +108,17 @@ def prepare(df: DataFrame, required: list[str], text_columns: list[str], id_colu
     counts = df.groupBy(id_column).count().where(F.col("count") > 1).withColumnRenamed("count", ID_COUNT)
     # Duplicate ids are rare, so the counts are broadcast and the input is never shuffled.
     return df.join(F.broadcast(counts), on=id_column, how="left")
+
+
+def qualified(spark: SparkSession, path: str) -> str:
+    """`path` as Hadoop resolves it (scheme-less paths on the default file system, relative ones
+    from the working folder); as given where no FileSystem takes it (check_output says why)."""
+    try:
+        hpath = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)
+        fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        return str(fs.makeQualified(hpath).toString())
+    except Exception:  # noqa: BLE001 - an unsupported scheme or a malformed URI
+        return path
 
 
 def check_output(spark: SparkSession, output: str, flag: str = "--output") -> None:
@@ -137,6 +162,22 @@ def check_output(spark: SparkSession, output: str, flag: str = "--output") -> No
                 fs.delete(made, False)
             except Exception:  # noqa: BLE001 - another run's files arrived in a folder this probe made: keep it
                 break
+
+
+def check_output_owner(spark: SparkSession, output: str, job: str) -> None:
+    """Refuse an --output that holds another job's partitions (their run summaries say which
+    job wrote them): a run, re-run or back-fill there would replace that job's run_date with
+    rows of another schema. A root without summaries is new, or not this project's: left alone."""
+    runs = f"{output}/_runs"
+    for name in hfs.list_names(spark, runs)[-1:]:  # the newest run date
+        try:
+            wrote = json.loads(hfs.read_text(spark, f"{runs}/{name}/summary.json")).get("job")
+        except Exception:  # noqa: BLE001 - no summary there (a Java FileNotFoundException) or not JSON
+            continue
+        if wrote and wrote != job:
+            raise InputError(f"--output {output} holds {wrote}'s output ({runs}/{name}/summary.json): this job "
+                             f"({job}) would replace its run_date partitions with rows of another table; give each "
+                             f"job its own --output")
 
 
 def _java_message(e: Exception) -> str:

@@ -16,9 +16,12 @@ import sys
 if __package__ in (None, ""):  # run as a file by spark-submit or python: make the repo importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from jobs import runner  # noqa: E402
-from jobs.cli import common_parser, config_from, positive_int  # noqa: E402
-from udfs.workloads import QueryIntent  # noqa: E402
+from jobs.entry import needs_project  # noqa: E402 (standard library only)
+
+with needs_project("jobs/query_intent.py"):
+    from jobs import runner
+    from jobs.cli import common_parser, config_from, positive_int
+    from udfs.workloads import QueryIntent
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,9 +2,12 @@
 from the run summary alone, so any summary.json can be drawn again and the page can be tested
 without Spark.
 
-It shows the headline figures and the cost line, rows/s over the run, where task time went,
-rows by status and invalid reason, padding efficiency, per-task durations with stragglers
-marked, and the devices that scored.
+It shows whether the run passed (its exit code and why it failed), the headline figures and the
+cost line, what was scored per second over the scoring stage, where task time went, rows by
+status and invalid reason, padding efficiency, per-task durations with stragglers marked, and
+the devices that scored. Rows are input rows; the chart, the tasks and the devices count the
+summary's `scored_unit`, which in the run-level plan is the distinct texts, pairs or queries
+(jobs/timeline.py), and say so.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ STRAGGLER = 1.5  # a task taking this many times the median task's seconds is ma
 MAX_TASK_BARS = 200  # beyond this, the longest tasks are drawn and the rest counted
 
 _LABEL, _BAR, _NOTE, _ROW = 300, 380, 220, 18  # horizontal bar chart geometry, px
-_CHART_W, _CHART_H = 900, 160  # rows/s chart, px
+_CHART_W, _CHART_H = 900, 160  # scored-per-second chart, px
 
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px auto; max-width: 960px; color: #222; }
@@ -26,14 +29,17 @@ h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; border-bottom: 1
 .big { font-size: 26px; font-weight: 600; display: block; }
 svg text { font: 12px system-ui, sans-serif; fill: #222; }
 .bar { fill: #4c78a8; } .bad { fill: #f58518; } .straggler { fill: #e45756; } .warning { color: #b00; }
+.failed { color: #fff; background: #b00; padding: 6px 10px; font-weight: 600; }
+.passed { color: #1a6b1a; font-weight: 600; }
 table { border-collapse: collapse; } td, th { padding: 2px 12px 2px 0; text-align: left; }
 """
 
 
 def render(summary: dict) -> str:
     s = summary
-    body = "\n".join([_headline(s), _throughput(s["timeline"]), _time_split(s), _statuses(s), _padding(s),
-                      _tasks(s["tasks"]), _devices(s), _cost(s["cost"])])
+    unit = s["scored_unit"]
+    body = "\n".join([_headline(s), _throughput(s["timeline"], unit, s["scoring_seconds"]), _time_split(s),
+                      _statuses(s), _padding(s), _tasks(s["tasks"], unit), _devices(s), _cost(s["cost"])])
     title = _esc(f"{s['job']} {s['run_date']}")
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f"<style>{_STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
@@ -49,32 +55,40 @@ def _headline(s: dict) -> str:
         ("scoring-seconds", f"{s['scoring_seconds']:,.1f}", f"s scoring ({s['wall_seconds']:,.1f} s in all)"),
         ("usd-per-million-rows", dollars(per_million) if per_million is not None else "–", "per million rows"),
     ]
+    if s["scored_unit"] != "rows":  # the run-level plan scores each distinct unit once
+        figures.insert(1, ("scored", f"{s['dedup']['units_scored']:,}",
+                           f"distinct {s['scored_unit']} scored for those rows"))
     cells = "".join(f'<div><span class="big" id="{key}">{_esc(value)}</span>{_esc(label)}</div>'
                     for key, value, label in figures)
     line = describe(cost).replace("\n", " · ")
-    return (f"<h1>{_esc(s['job'])} · run_date {_esc(s['run_date'])}</h1>"
+    outcome = (f'<p id="outcome" class="failed">failed, exit {s["exit_code"]}: {_esc(s["failure"])}</p>'
+               if s["failure"] else '<p id="outcome" class="passed">passed, exit 0</p>')
+    return (f"<h1>{_esc(s['job'])} · run_date {_esc(s['run_date'])}</h1>{outcome}"
             f'<p class="meta">{_esc(s["model"])} ({_esc(s["task"])}) on backend {_esc(s["backend"])} · '
             f"{_esc(s['input'])} → {_esc(s['output'])} · {_esc(s['spark_application_id'])}</p>"
             f'<div class="figures">{cells}</div>'
             f'<p id="cost-line" class="{"warning" if "warning" in cost else "meta"}">{_esc(line)}</p>')
 
 
-def _throughput(timeline: dict) -> str:
-    if not timeline["rows"]:
-        return _section("Rows/s over the run", "<p>No rows were scored.</p>")
+def _throughput(timeline: dict, unit: str, scoring_seconds: float) -> str:
+    title = f"{unit.capitalize()} scored per second over the scoring stage"
+    if not timeline["scored"]:
+        return _section(title, f"<p>No {_esc(unit)} were scored.</p>")
     width = timeline["bucket_seconds"]
-    rates = [rows / width for rows in timeline["rows"]]
+    rates = [n / width for n in timeline["scored"]]
     top = max(rates) or 1.0
     col = _CHART_W / len(rates)
     rects = "".join(
         f'<rect class="bar" x="{i * col:.1f}" y="{_CHART_H - r / top * _CHART_H:.1f}" width="{max(col - 1, 1):.1f}" '
-        f'height="{r / top * _CHART_H:.1f}"><title>{i * width:,.1f}–{(i + 1) * width:,.1f} s: {r:,.0f} rows/s</title></rect>'
+        f'height="{r / top * _CHART_H:.1f}"><title>{i * width:,.1f}–{(i + 1) * width:,.1f} s: {r:,.0f} {unit}/s</title></rect>'
         for i, r in enumerate(rates))
     axis = (f'<text x="0" y="{_CHART_H + 14}">0 s</text>'
             f'<text x="{_CHART_W}" y="{_CHART_H + 14}" text-anchor="end">{len(rates) * width:,.1f} s</text>'
-            f'<text x="4" y="12">{top:,.0f} rows/s</text>')
-    note = f'<p class="note">Rows scored per {width:,.1f} s slice, counted {timeline["counted"]}.</p>'
-    return _section("Rows/s over the run", _svg(_CHART_W, _CHART_H + 18, rects + axis) + note)
+            f'<text x="4" y="12">{top:,.0f} {unit}/s</text>')
+    note = (f'<p class="note">{sum(timeline["scored"]):,} {unit} scored, counted {timeline["counted"]}, per '
+            f'{width:,.1f} s slice of the {scoring_seconds:,.1f} s scoring stage (empty slices: counting, joining '
+            f'back and writing).</p>')
+    return _section(title, _svg(_CHART_W, _CHART_H + 18, rects + axis) + note)
 
 
 def _time_split(s: dict) -> str:
@@ -108,7 +122,7 @@ def _padding(s: dict) -> str:
     return _section("Padding efficiency", f'<p><span class="big">{text}</span>real / padded tokens</p>' + bars)
 
 
-def _tasks(tasks: list[dict]) -> str:
+def _tasks(tasks: list[dict], unit: str) -> str:
     timed = [t for t in tasks if "seconds" in t]
     if not timed:
         return _section("Per-task durations", "<p>No task reported a batch.</p>")
@@ -118,7 +132,7 @@ def _tasks(tasks: list[dict]) -> str:
     shown = sorted(sorted(timed, key=lambda t: -t["seconds"])[:MAX_TASK_BARS],
                    key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
     bars = _hbars([(f"partition {t['partition']} attempt {t['attempt']} · {t['host']}", t["seconds"],
-                    f"{t['seconds']:,.2f} s, {t['rows']:,} rows",
+                    f"{t['seconds']:,.2f} s, {t['scored']:,} {unit}",
                     "straggler" if (t["partition"], t["attempt"]) in slow_keys else "bar") for t in shown])
     note = f"{len(timed)} tasks, median {median:,.2f} s; {len(slow)} over {STRAGGLER}x the median, in red"
     if slow:
@@ -132,11 +146,11 @@ def _tasks(tasks: list[dict]) -> str:
 def _devices(s: dict) -> str:
     groups: dict[tuple, list] = {}
     for t in s["tasks"]:
-        groups.setdefault((t["host"], t["device"], t.get("instance_type") or "–"), []).append(t.get("rows", 0))
-    rows = "".join(f"<tr><td>{_esc(host)}</td><td>{_esc(device)}</td><td>{_esc(itype)}</td><td>{len(r)}</td>"
-                   f"<td>{sum(r):,}</td></tr>" for (host, device, itype), r in sorted(groups.items()))
-    table = ("<table><tr><th>host</th><th>device</th><th>instance type</th><th>tasks</th><th>rows</th></tr>"
-             f"{rows}</table>")
+        groups.setdefault((t["host"], t["device"], t.get("instance_type") or "–"), []).append(t.get("scored", 0))
+    rows = "".join(f"<tr><td>{_esc(host)}</td><td>{_esc(device)}</td><td>{_esc(itype)}</td><td>{len(n)}</td>"
+                   f"<td>{sum(n):,}</td></tr>" for (host, device, itype), n in sorted(groups.items()))
+    table = ("<table><tr><th>host</th><th>device</th><th>instance type</th><th>tasks</th>"
+             f"<th>{_esc(s['scored_unit'])} scored</th></tr>{rows}</table>")
     return _section("Devices", f"<p>backend {_esc(s['backend'])}, {s['engine_loads']} engine loads, "
                                f"{s['batch_retries']} batch retries</p>" + table)
 

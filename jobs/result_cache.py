@@ -24,6 +24,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import socket
 import sys
 import uuid
@@ -31,9 +32,13 @@ import uuid
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from jobs import console, hfs  # noqa: E402
-from udfs import faults  # noqa: E402
-from udfs.units import VALUE_COLUMNS, VALUE_DDL, VALUE_FORMAT  # noqa: E402
+from jobs.entry import needs_project  # noqa: E402 (standard library only)
+
+with needs_project("-m jobs.result_cache"):
+    from jobs import console, hfs
+    from jobs.cli import OneLineParser, positive_int
+    from udfs import faults
+    from udfs.units import VALUE_COLUMNS, VALUE_DDL, VALUE_FORMAT
 
 # Stored next to each unit's result: whether it was truncated, its real tokens (what a hit saves)
 # and the last run date that used it (what `expire` reads).
@@ -214,9 +219,33 @@ def _check_idle(spark, root: str, force: bool) -> None:
         hfs.delete(spark, f"{root.rstrip('/')}/_running")
 
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _sha256(text: str) -> str:
+    """--keep-digest: a manifest digest as `stats` lists it; `0000` would otherwise keep nothing."""
+    if not _SHA256.fullmatch(text.lower()):
+        raise argparse.ArgumentTypeError(f"must be an artifact's manifest sha256 (64 hex digits, as `stats` "
+                                         f"lists them under digests), got {text!r}")
+    return text.lower()
+
+
+def check_target(spark, root: str, keep: list[str]) -> None:
+    """Refuse (ValueError) maintenance of a folder that holds no cache, or a --keep-digest it
+    lacks: expire drops every digest not kept, so a typo would empty the cache."""
+    held = digests(spark, root)
+    if not held and not hfs.list_names(spark, f"{root}/_running") and not hfs.list_names(spark, f"{root}/_staging"):
+        raise ValueError(f"{root} holds no result cache (no digest=<sha256> folders): check the path, it is the "
+                         f"folder given to the jobs' --cache")
+    absent = [d for d in keep if d not in held]
+    if absent:
+        raise ValueError(f"--keep-digest {absent[0]} is not in {root}, which holds "
+                         f"{', '.join(f'digest={d}' for d in held) or 'no digest'}; nothing was dropped")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m jobs.result_cache",
-                                description="Inspect and maintain a result cache made by the jobs' --cache.")
+    p = OneLineParser(prog="python -m jobs.result_cache",
+                      description="Inspect and maintain a result cache made by the jobs' --cache.")
     sub = p.add_subparsers(dest="command", required=True)
     stats = sub.add_parser("stats", help="batches, entries and bytes per artifact digest; running jobs")
     compact = sub.add_parser("compact", help="merge each digest's batches into one, one entry per key; "
@@ -228,10 +257,11 @@ def build_parser() -> argparse.ArgumentParser:
     for sp in (compact, expire):
         sp.add_argument("--force", action="store_true",
                         help="run although a job's lease exists (only when that job is known to be dead)")
-    expire.add_argument("--unused-days", type=int, default=None, metavar="N",
-                        help="drop entries no run has used in the last N days")
-    expire.add_argument("--keep-digest", action="append", default=[], metavar="SHA256",
-                        help="keep only these artifacts' folders (repeatable); drop every other digest")
+    expire.add_argument("--unused-days", type=positive_int, default=None, metavar="N",
+                        help="drop entries no run has used in the last N days (N >= 1)")
+    expire.add_argument("--keep-digest", type=_sha256, action="append", default=[], metavar="SHA256",
+                        help="keep only these artifacts' folders (repeatable; each must be in the cache); "
+                             "drop every other digest")
     return p
 
 
@@ -248,10 +278,15 @@ def main(argv: list[str] | None = None) -> int:
                       "digests": {d: ResultCache(spark, root, d).size() for d in digests(spark, root)}}
             print(json.dumps(report, indent=2, sort_keys=True))
             return 0
-        _check_idle(spark, root, args.force)
         if args.command == "expire" and args.unused_days is None and not args.keep_digest:
             console.say("error: expire needs --unused-days N and/or --keep-digest SHA256")
             return 2
+        try:
+            check_target(spark, root, args.keep_digest if args.command == "expire" else [])
+        except ValueError as e:
+            console.say(f"error: {e}")
+            return 2
+        _check_idle(spark, root, args.force)
         results = []
         for digest in digests(spark, root):
             if args.command == "expire" and args.keep_digest and digest not in args.keep_digest:

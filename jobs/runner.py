@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import re
+import sys
 import time
 from typing import Mapping
 
@@ -16,10 +18,10 @@ from engines import hardware, registry
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
 from engines.store import open_manifest
-from jobs import console, hfs, io, report, stage_resources, summary_text, timeline
+from jobs import console, hfs, io, paths, report, stage_resources, summary_text, timeline
 from jobs.cli import JobConfig
 from jobs.cost import run_cost
-from jobs.progress import Progress
+from jobs.progress import Progress, WorkerFailed
 from udfs.device import bind_device
 from udfs.runtime import ScorerSpec
 from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
@@ -56,6 +58,22 @@ def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> S
     return ScorerSpec(artifact=cfg.model, digest=manifest.digest, backend=backend, batch_tokens=batch_tokens,
                       max_seq_len=max_seq_len, device=cfg.device, overlap=cfg.overlap, fallback=cfg.fallback_model,
                       fallback_digest=fallback.digest if fallback else None)
+
+
+def check_engine_here(spark, spec: ScorerSpec) -> None:
+    """In local mode the workers run on this machine, and with this Python unless the
+    application gives them another interpreter or PYTHONPATH: there, an engine that cannot load
+    here (a missing package, no device) cannot load in any task, so say why now (InputError)
+    instead of failing the scoring tasks. On a cluster the workers' first attempt finds out
+    and the driver cancels the run (jobs/progress.py)."""
+    context = spark.sparkContext
+    if not (context.master == "local" or context.master.startswith("local[")):
+        return
+    if os.path.realpath(context.pythonExec) != os.path.realpath(sys.executable) or "PYTHONPATH" in context.environment:
+        return
+    reason = registry.engine_class(spec.backend).unavailable(bind_device(spec.backend, spec.device, {}))
+    if reason:
+        raise io.InputError(reason)
 
 
 def _fallback_model(cfg: JobConfig, manifest: Manifest, backend: str) -> Manifest | None:
@@ -139,11 +157,17 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         # the executors that score: with a stage profile, those of the scoring stage
         scoring_conf = stage_resources.executor_conf(cfg.scoring_resources, spark.version, spark_conf)
         spec = plan(cfg, manifest, scoring_conf)
+        check_engine_here(spark, spec)
         resources = scoring_resources(cfg, spec, spark.version, spark_conf)
     except io.InputError as e:
         return _fail(2, str(e))
     try:
+        apart = paths.refusal({"--input": cfg.input, "--output": cfg.output, "--cache": cfg.cache},
+                              lambda path: io.qualified(spark, path))
+        if apart:  # before check_output, whose probe creates a file under --output
+            raise io.InputError(apart)
         io.check_output(spark, cfg.output)
+        io.check_output_owner(spark, cfg.output, app_name)
         if cfg.cache:
             io.check_output(spark, cfg.cache, flag="--cache")
         raw = io.read_input(spark, cfg.input, cfg.input_format)
@@ -167,13 +191,18 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
             m, samples, extra = _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start,
                                                  out_stream)
         else:
-            m, samples, extra = _score_distinct(spark, cfg, spec, resources, workload, manifest, df, partitions,
-                                                start, out_stream)
+            m, samples, extra = _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in,
+                                                partitions, start, out_stream)
+    except WorkerFailed as e:  # an engine that cannot load on a worker: the run was cancelled at once
+        return _fail(1, str(e))
     except Exception as e:  # noqa: BLE001 - a failed Spark job is a failed run; say why, exit 1
         return _fail(1, f"scoring failed: {_root_cause(e)}")
     scoring_seconds = time.time() - t_score
-    summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent, samples),
+    summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds,
+                          fields_absent, samples),
                "scoring_resources": resources.summary(), **extra}
+    failure = _failure(cfg, summary, m)
+    summary.update(exit_code=1 if failure else 0, failure=failure)  # the page and schedulers see the verdict too
     hfs.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
     try:  # the picture is secondary: the rows and summary.json are written, so the run stands
         hfs.write_text(spark, io.report_path(cfg.output, cfg.run_date), report.render(summary))
@@ -181,13 +210,19 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         console.say(f"warning: {io.report_path(cfg.output, cfg.run_date)} not written: {type(e).__name__}: {e}")
     console.say(summary_text.render(summary))
     print(json.dumps(summary, sort_keys=True), flush=True)
+    return _fail(1, failure) if failure else 0
+
+
+def _failure(cfg: JobConfig, summary: dict, m: Mapping) -> str | None:
+    """Why a run that wrote its rows still exits 1: rows lost, or more bad rows than allowed."""
+    rows_in = summary["rows_in"]
     if summary["rows_out"] != rows_in:
-        return _fail(1, f"row count mismatch: {rows_in} in, {summary['rows_out']} written")
+        return f"row count mismatch: {rows_in} in, {summary['rows_out']} written"
     if summary["bad_fraction"] > cfg.max_invalid_fraction:
-        return _fail(1, f"{summary['invalid'] + summary['error']} of {rows_in} rows invalid or failed "
-                        f"({summary['bad_fraction']:.2%} > --max-invalid-fraction {cfg.max_invalid_fraction:.2%}); "
-                        f"all rows were written" + (f"; an error: {m['an_error']}" if m.get("an_error") else ""))
-    return 0
+        return (f"{summary['invalid'] + summary['error']} of {rows_in} rows invalid or failed "
+                f"({summary['bad_fraction']:.2%} > --max-invalid-fraction {cfg.max_invalid_fraction:.2%}); "
+                f"all rows were written" + (f"; an error: {m['an_error']}" if m.get("an_error") else ""))
+    return None
 
 
 def scoring_resources(cfg: JobConfig, spec: ScorerSpec, spark_version: str,
@@ -216,17 +251,18 @@ def _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start, 
 
     console.say(start)
     observation = Observation("accel_scoring")
-    with Progress(spark, rows_in, cfg.progress_seconds, out_stream) as progress:
+    then = f"committing {cfg.output}/run_date={cfg.run_date}"
+    with Progress(spark, rows_in, cfg.progress_seconds, out_stream, then=then) as progress:
         spec = dataclasses.replace(spec, progress=progress.address)
         scored = resources.map_in_arrow(df, Scorer(spec, workload), output_ddl(workload))
         scored = scored.observe(observation, *_row_metrics(F), *_engine_metrics(F))
         io.write_scores(scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
         m = observation.get
         progress.finish(int(m.get("rows_out") or 0))
-    return m, progress.samples, {"dedup": {"level": "batch"}}
+    return m, progress.samples, {"dedup": {"level": "batch"}, "scored_unit": "rows"}
 
 
-def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, partitions, start, out_stream):
+def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in, partitions, start, out_stream):
     """Distinct units scored once (jobs/distinct_plan.py); with --cache, only those it lacks,
     then added to it once the output is committed."""
     from pyspark.sql import Observation
@@ -245,7 +281,9 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, partiti
             console.say(f"{start}; {counts.distinct:,} distinct {unit}"
                         + (f", {counts.cached:,} of them in the cache" if cache else ""))
             engine_obs, row_obs = Observation("accel_scoring_units"), Observation("accel_scoring_rows")
-            with Progress(spark, counts.to_score, cfg.progress_seconds, out_stream, unit=unit) as progress:
+            then = (f"joining them back to the {rows_in:,} rows and writing {cfg.output}/run_date={cfg.run_date}"
+                    + (", then adding them to the cache" if cache else ""))
+            with Progress(spark, counts.to_score, cfg.progress_seconds, out_stream, unit=unit, then=then) as progress:
                 fresh = plan.scored_units(dataclasses.replace(spec, progress=progress.address), resources,
                                           counts, lambda df: df.observe(engine_obs, *_engine_metrics(F)),
                                           cache.staging(run_id) if cache else None)
@@ -254,7 +292,8 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, partiti
                 io.write_scores(rows.drop("_hit").withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
                 m = {**(engine_obs.get if counts.to_score else {}), **row_obs.get}
                 progress.finish(int(m.get("units_scored") or 0))
-            extra = {"dedup": {"level": "run", "units": counts.distinct, "units_scored": int(m.get("units_scored") or 0)}}
+            extra = {"dedup": {"level": "run", "units": counts.distinct, "units_scored": int(m.get("units_scored") or 0)},
+                     "scored_unit": unit}
             if cache:
                 added = cache.commit(run_id, cfg.run_date, fresh if counts.to_score else None,
                                      plan.used_keys() if counts.cached else None)
@@ -274,10 +313,11 @@ def _device_plan(spark_conf: Mapping[str, str], spec) -> str:
         amount = spark_conf.get(f"spark.executor.resource.{resource}.amount")
         if amount:
             return f"{amount} {resource} per executor (Spark assigns each task its address)"
-    return f"device {spec.device or 'cpu'}"
+    return f"device {bind_device(spec.backend, spec.device, {})}"
 
 
-def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, fields_absent, samples) -> dict:
+def _summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds, fields_absent,
+             samples) -> dict:
     batches = timeline.parse(m.get("batches"))
     per_task = timeline.per_task(batches)
     tasks = sorted(({**t, **per_task.get((t["partition"], t["attempt"]), {})}
@@ -289,7 +329,7 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, f
     real, padded = int(m.get("real_tokens") or 0), int(m.get("padded_tokens") or 0)
     invalid, error = int(m.get("invalid") or 0), int(m.get("error") or 0)
     return {
-        "job": spark.sparkContext.appName, "run_date": cfg.run_date, "input": cfg.input, "output": cfg.output,
+        "job": app_name, "run_date": cfg.run_date, "input": cfg.input, "output": cfg.output,
         "rows_in": rows_in, "rows_out": rows_out, "ok": int(m.get("ok") or 0), "invalid": invalid, "error": error,
         "invalid_by_reason": {code: int(m.get(f"invalid_{code}") or 0) for code in REASON_CODES},
         "truncated": int(m.get("truncated") or 0), "fields_absent": fields_absent,
@@ -308,7 +348,8 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, t_start, scoring_seconds, f
         "real_tokens": real, "padded_tokens": padded,
         "padding_efficiency": round(real / padded, 4) if padded else None,
         "spark_application_id": spark.sparkContext.applicationId, "tasks": tasks,
-        "timeline": timeline.from_samples(samples) or timeline.buckets(batches), "cost": cost,
+        "timeline": (timeline.from_samples(samples, t_score, t_score + scoring_seconds)
+                     or timeline.buckets(batches, t_score, t_score + scoring_seconds)), "cost": cost,
     }
 
 

@@ -38,11 +38,11 @@ def render(summary: dict) -> str:
     cache, dedup = s.get("cache"), s.get("dedup") or {}
     if cache:
         lines.append(f"  cache     {_n(cache['hits'])} rows from the cache, {_n(cache['misses'])} scored;"
-                     f" {_n(cache['texts_encoded'])} units encoded, {_n(cache['tokens_saved'])} tokens saved;"
+                     f" {_n(cache['texts_encoded'])} {s['scored_unit']} encoded, {_n(cache['tokens_saved'])} tokens saved;"
                      f" {_n(cache['entries_added'])} entries added ({_n(cache['size_entries'])} in"
                      f" {_n(cache['size_batches'])} batches, {cache['size_bytes'] / 1e6:,.1f} MB) -> {cache['path']}")
     elif dedup.get("level") == "run":
-        lines.append(f"  distinct  {_n(dedup['units_scored'])} distinct units scored once each for"
+        lines.append(f"  distinct  {_n(dedup['units_scored'])} distinct {s['scored_unit']} scored once each for"
                      f" {_n(s['rows_out'])} rows")
     if s.get("cost"):
         lines += [f"  {line}" for line in describe(s["cost"]).splitlines()]

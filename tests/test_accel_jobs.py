@@ -100,7 +100,8 @@ def test_tensorrt_artifact_with_auto_falls_back_to_onnx_on_a_cpu_box(spark, comp
 
 def test_auto_follows_the_executors_gpu_request_on_a_cpu_driver(compile_artifact, pairs, tmp_path):
     """The driver has no GPU but its configuration requests one per executor: `auto` picks TensorRT
-    (which then cannot load on this machine) instead of falling back to the CPU."""
+    instead of falling back to the CPU; in local mode the executor is this machine, which cannot
+    load it, so the job says so before any task."""
     from engines.hardware import detect
 
     if detect().cuda:
@@ -113,10 +114,10 @@ def test_auto_follows_the_executors_gpu_request_on_a_cpu_driver(compile_artifact
          "local[1]", "--model", str(compile_artifact("pair-classification", "tensorrt")), "--progress-seconds", "3600"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert "falls back to ONNX Runtime" not in done.stderr
-    assert done.returncode == 1 and "backend tensorrt needs tensorrt" in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 2 and "error: backend tensorrt needs tensorrt" in done.stderr, done.stderr[-3000:]
 
 
-def test_explicit_tensorrt_without_a_gpu_fails_with_a_clear_error(spark, compile_artifact, pairs, tmp_path, capsys):
+def _cannot_run_tensorrt() -> None:
     try:
         import tensorrt  # noqa: F401
         import torch
@@ -125,11 +126,47 @@ def test_explicit_tensorrt_without_a_gpu_fails_with_a_clear_error(spark, compile
             pytest.skip("this machine can run TensorRT")
     except ImportError:
         pass
+
+
+def test_explicit_tensorrt_without_tensorrt_exits_2_before_any_task(spark, compile_artifact, pairs, tmp_path, capsys):
+    """In local mode the driver's machine and Python are the workers': one line naming the
+    package and how to install it, instead of failing every scoring task (issue #25: 148 lines,
+    64 of them Java stack frames, the useful one 145th)."""
+    _cannot_run_tensorrt()
     path, _ = pairs
-    rc, _, err = run_job(main, capsys, input=path, output=tmp_path / "out", backend="tensorrt",
-                         model=compile_artifact("pair-classification", "tensorrt"), run_date="2026-02-05")
-    assert rc == 1
-    assert "EngineUnavailableError" in err and "backend tensorrt needs" in err
+    model = compile_artifact("pair-classification", "tensorrt")
+    capsys.readouterr()
+    jobs_before = len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+    rc, summary, err = run_job(main, capsys, input=path, output=tmp_path / "out", backend="tensorrt", model=model,
+                               run_date="2026-02-05")
+    assert rc == 2 and summary is None and err.count("\n") == 1, err
+    assert err.startswith("error: backend tensorrt needs tensorrt") and "tensorrt-cu12" in err
+    assert "pip install -e '.[gpu]'" in err
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before  # no Spark job ran
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_engine_a_worker_cannot_load_cancels_the_run_at_its_first_attempt(spark, compile_artifact, pairs, tmp_path,
+                                                                             capsys, monkeypatch):
+    """Where the driver cannot know (a cluster; here the driver is told it may load), the first
+    task that fails to load the engine tells the driver, which cancels the run instead of letting
+    Spark retry every task (spark.task.maxFailures, 4 on a cluster): one error line naming the
+    executor and the package, exit 1."""
+    from engines.tensorrt import TensorRTEngine
+
+    _cannot_run_tensorrt()
+    monkeypatch.setattr(TensorRTEngine, "unavailable", classmethod(lambda cls, device: None))  # the driver's view only
+    path, _ = pairs
+    model = compile_artifact("pair-classification", "tensorrt")
+    capsys.readouterr()
+    rc, summary, err = run_job(main, capsys, input=path, output=tmp_path / "out", backend="tensorrt", model=model,
+                               run_date="2026-02-05", num_partitions=2)
+    errors = [line for line in err.splitlines() if "error" in line.lower()]
+    assert rc == 1 and summary is None, err
+    assert errors == [errors[-1]] and errors[-1].startswith("error: executor "), err
+    assert "backend tensorrt needs tensorrt, not importable" in errors[-1] and "tensorrt-cu12" in errors[-1]
+    assert "Traceback" not in err and not list((tmp_path / "out").glob("run_date=*"))
+    assert "on backend tensorrt, device cuda -> " in err  # where the workers bind, not "device cpu"
 
 
 @pytest.mark.parametrize("task, precision", [("pair-classification", "fp16"), ("embedding", "bf16")])

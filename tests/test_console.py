@@ -2,6 +2,7 @@
 stdout, a Spark console without INFO lines, and progress that counts rows inside running tasks."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -39,6 +40,96 @@ def test_row_counts_keep_the_newest_attempt_of_each_partition_and_ignore_strange
                     "other 0 0 9999", "tok x 0 y", "garbage"]:
         counts.record(message)
     assert counts.total() == 310
+
+
+def _progress(out, total: int, **kw):
+    """A driver's Progress without Spark: a local master, so it listens on loopback."""
+    from types import SimpleNamespace
+
+    from jobs.progress import Progress
+
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(getConf=lambda: {"spark.master": "local[2]"}))
+    return Progress(spark, total, 3600, out, **kw)
+
+
+def test_progress_says_what_follows_once_all_is_scored_and_a_slow_rate_is_not_zero():
+    """Issue #25: `5/5 texts (100%), 0 texts/s`, then 19 s at 100% without a word before `done:`."""
+    import time
+
+    out = io.StringIO()
+    with _progress(out, 5, unit="texts", then="joining them back to the 8 rows and writing out/run_date=x") as p:
+        p.counts.record(f"{p.address.token} 0 0 5")
+        deadline = time.monotonic() + 10
+        while "now joining" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        p._t0 = time.monotonic() - 19
+        line = p.line(5)
+    assert re.search(r"^progress: all 5 texts scored in \d+s; now joining them back to the 8 rows and writing "
+                     r"out/run_date=x$", out.getvalue(), re.M), out.getvalue()
+    assert "0.26 texts/s" in line, line
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_worker_messages_in_local_mode_print_whole_above_the_progress_bar():
+    """Issue #25: a worker's `accel-scoring: loaded ...` written to the shared terminal cut into the
+    bar (`[00:04<?, ?texts/s]accel-scoring: single texts: ...`). Now it comes to the driver, which
+    writes it on a line of its own and redraws the bar below it."""
+    import time
+
+    from udfs import progress as worker
+
+    out = _Terminal()
+    message = "accel-scoring: loaded tiny@7 on backend onnx, device cpu, in 0.2s"
+    with _progress(out, 10, unit="texts") as bar:
+        reporter = worker.ProgressReporter(bar.address, 0, 0)
+        with worker.relayed(reporter):
+            worker.say(message)
+        reporter.add(4)
+        deadline = time.monotonic() + 10
+        while message not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reporter.close()
+    segments = [seg for line in out.getvalue().split("\n") for seg in line.split("\r")]
+    assert message in segments, out.getvalue()  # alone on its line, not glued to a bar
+    assert any("texts/s]" in seg or "texts]" in seg for seg in segments)  # and the bar goes on below
+    assert not any(message in seg and seg != message for seg in segments)
+
+
+def test_outside_local_mode_a_worker_message_goes_to_the_executor_log(capsys):
+    from udfs import progress as worker
+
+    address = worker.ProgressAddress("127.0.0.1", 9, "tok", relay=False)  # a cluster's driver: no relay
+    with worker.relayed(worker.ProgressReporter(address, 0, 0)):
+        worker.say("accel-scoring: single texts: tokenizers")
+    assert capsys.readouterr().err == "accel-scoring: single texts: tokenizers\n"
+
+
+@pytest.mark.spark  # so that `make test-spark4` runs it with Spark 4's log4j too
+def test_the_local_console_drops_blockmanagers_rereading_warning_and_keeps_its_others(tmp_path):
+    """`WARN BlockManager: Block rdd_63_0 already exists on this machine; not re-adding it` cut into
+    the progress bar (issue #25). It marks no work done twice (jobs/conf/log4j2.properties says
+    why), so jobs/conf/log4j2.properties drops that message alone: logged here through Spark's own
+    log4j jars with that file as the configuration."""
+    import pyspark
+
+    source = tmp_path / "Log.java"
+    source.write_text("""public class Log { public static void main(String[] a) {
+        org.apache.logging.log4j.Logger l = org.apache.logging.log4j.LogManager.getLogger(
+            "org.apache.spark.storage.BlockManager");
+        l.warn("Block rdd_63_0 already exists on this machine; not re-adding it");
+        l.warn("Block rdd_63_0 could not be removed as it was not found on disk or in memory");
+        l.info("Found block rdd_63_0 locally"); } }""")
+    jars = Path(pyspark.__file__).parent / "jars" / "*"
+    done = subprocess.run(["java", f"-Dlog4j2.configurationFile={REPO / 'jobs' / 'conf' / 'log4j2.properties'}",
+                           "-cp", str(jars), str(source)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and done.stderr.splitlines()[-1].endswith(
+        "WARN BlockManager: Block rdd_63_0 could not be removed as it was not found on disk or in memory"), done.stderr
+    assert "already exists" not in done.stderr and "Found block" not in done.stderr
 
 
 @pytest.fixture(scope="module")

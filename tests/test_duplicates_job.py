@@ -105,6 +105,22 @@ def test_summary_counts_match_output(scored):
     assert s["spark_application_id"]
 
 
+def test_what_was_scored_is_named_and_adds_up_in_summary_and_report(scored):
+    """The per-task counts, the timeline and the page count what the scorer ran (issue #25):
+    rows in the per-batch plan (the cross-encoder), distinct texts in the run-level one (the
+    bi-encoder), and each figure agrees with the summary's own."""
+    s = scored["summary"]
+    unit, total = ("rows", s["rows_out"]) if scored["task"] == "pair-classification" else \
+        ("texts", s["dedup"]["units_scored"])
+    assert s["scored_unit"] == unit and total > 0
+    assert sum(t["scored"] for t in s["tasks"]) == sum(s["timeline"]["scored"]) == total
+    width = s["timeline"]["bucket_seconds"]
+    assert len(s["timeline"]["scored"]) * width == pytest.approx(s["scoring_seconds"], rel=1e-3)  # the whole stage
+    page = (scored["out"] / "_runs" / "run_date=2026-01-02" / "report.html").read_text()
+    assert f"{unit.capitalize()} scored per second over the scoring stage" in page and f"<th>{unit} scored</th>" in page
+    assert f"{total:,} {unit} scored, counted" in page
+
+
 def test_scores_do_not_depend_on_partitioning(scored, spark, tmp_path, capsys):
     path = tmp_path / "in.parquet"
     scored["input"].to_parquet(path)

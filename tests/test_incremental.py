@@ -258,7 +258,10 @@ def maintain(capsys, *argv) -> subprocess.CompletedProcess:
     """`python -m jobs.result_cache ...`, in this process (its Spark session is the tests' one)."""
     from jobs import result_cache
 
-    rc = result_cache.main([str(a) for a in argv])
+    try:
+        rc = result_cache.main([str(a) for a in argv])
+    except SystemExit as e:  # a bad flag value, refused by the parser
+        rc = e.code
     captured = capsys.readouterr()
     return subprocess.CompletedProcess(argv, rc, captured.out, captured.err)
 
@@ -294,9 +297,21 @@ def test_stats_compact_and_expire(spark, compile_artifact, tmp_path, capsys):
 
     kept = maintain(capsys, "expire", cache, "--unused-days", 100000)
     assert kept.returncode == 0 and cache_state(spark, cache)[digest][1] == keys_before
-    dropped = maintain(capsys, "expire", cache, "--keep-digest", "0" * 64)
+    # Mistakes that would have emptied the cache: each is one error line, exit 2, the cache intact.
+    for argv, message in [(["--keep-digest", "0000"], "argument --keep-digest: must be an artifact's manifest sha256"),
+                          (["--keep-digest", "0" * 64], f"is not in {cache}, which holds digest={digest}"),
+                          (["--unused-days", "-30"], "argument --unused-days: must be >= 1")]:
+        refused = maintain(capsys, "expire", cache, *argv)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert refused.stderr.startswith("error: ") and message in refused.stderr, refused.stderr
+        assert cache_state(spark, cache)[digest][1] == keys_before
+    lost = maintain(capsys, "compact", tmp_path / "cahce")
+    assert lost.returncode == 2 and "holds no result cache" in lost.stderr, lost.stderr
+    # Keeping another artifact's folder drops this one.
+    shutil.copytree(cache / f"digest={digest}", cache / f"digest={'f' * 64}")
+    dropped = maintain(capsys, "expire", cache, "--keep-digest", "F" * 64)
     assert dropped.returncode == 0, dropped.stderr
-    assert cache_state(spark, cache) == {}
+    assert list(cache_state(spark, cache)) == ["f" * 64]
 
 
 def test_a_run_that_fails_while_scoring_leaves_the_cache_and_its_lease_as_before(spark, compile_artifact, tmp_path,

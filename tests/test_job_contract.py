@@ -96,9 +96,13 @@ def test_invalid_fraction_gate_exits_1_after_writing_everything(spark, model, wr
                                max_invalid_fraction=0.2)
     assert rc == 1 and "25.00% > --max-invalid-fraction 20.00%" in err
     assert len(read_partition(tmp_path / "out", "2026-03-02")) == 20 and summary["invalid"] == 5
-    rc, _, _ = run_job(main, capsys, input=path, output=tmp_path / "out", model=model, run_date="2026-03-02",
-                       max_invalid_fraction=0.25)
-    assert rc == 0
+    # The summary and the page say the run failed, and why, as the exit code does.
+    assert summary["exit_code"] == 1 and "25.00% > --max-invalid-fraction 20.00%" in summary["failure"]
+    page = (tmp_path / "out" / "_runs" / "run_date=2026-03-02" / "report.html").read_text()
+    assert 'id="outcome" class="failed">failed, exit 1: 5 of 20 rows invalid or failed (25.00% &gt;' in page
+    rc, summary, _ = run_job(main, capsys, input=path, output=tmp_path / "out", model=model, run_date="2026-03-02",
+                             max_invalid_fraction=0.25)
+    assert rc == 0 and summary["exit_code"] == 0 and summary["failure"] is None
 
 
 def test_rerun_replaces_only_its_date(spark, model, write, tmp_path, capsys):
@@ -114,6 +118,22 @@ def test_rerun_replaces_only_its_date(spark, model, write, tmp_path, capsys):
     pd.testing.assert_frame_equal(day2, read_partition(out, "2026-04-02").sort_values("pair_id", ignore_index=True))
     assert len(day1) == 30 and len(day2) == 12
     assert sorted(p.name for p in out.iterdir() if p.name.startswith("run_date=")) == ["run_date=2026-04-01", "run_date=2026-04-02"]
+
+
+def test_another_jobs_output_is_refused_and_left_as_it_was(spark, model, compile_artifact, write, tmp_path, capsys):
+    """A back-fill of the intent job pointed at the duplicates' output would replace their date."""
+    from jobs import query_intent
+
+    out = tmp_path / "out"
+    assert run_job(main, capsys, input=write(pairs_frame(12)), output=out, model=model, run_date="2026-04-01")[0] == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    intent = compile_artifact("text-classification")
+    capsys.readouterr()
+    rc, summary, err = run_job(query_intent.main, capsys, input=tmp_path / "never-read.parquet", output=out,
+                               model=intent, run_date="2026-04-01")
+    assert rc == 2 and summary is None and err.count("\n") == 1, err
+    assert err.startswith(f"error: --output {out} holds accel-scoring-duplicates's output"), err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
 @pytest.mark.parametrize("name", ["in.jsonl", "in.csv"])

@@ -1,5 +1,6 @@
 """The run report (jobs/report.py): drawn from a summary alone, written by every job, and read
 the way a person reads it, in a headless Chromium with no network."""
+import html
 import json
 import re
 import shutil
@@ -18,7 +19,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--host-resolver-rules=MAP * ~NOTFOUND"]  # the page must need nothing from a network
 
-# [partition, attempt, task_started, batch_ended, rows], as udfs/scorer.py emits them.
+# [partition, attempt, task_started, batch_ended, scored], as udfs/scorer.py emits them.
 BATCHES = [[0, 0, 100.0, 101.0, 10], [0, 0, 100.0, 102.5, 5], [1, 0, 100.5, 103.0, 20], [2, 0, 100.0, 112.0, 7]]
 
 
@@ -32,18 +33,21 @@ def canned_summary(**overrides) -> dict:
             "tokenize_seconds": 2.0, "udf_seconds": 9.0, "backend": "onnx", "devices": ["cpu"], "engine_loads": 1,
             "batch_retries": 0, "model": "tiny@7", "task": "pair-classification", "real_tokens": 900,
             "padded_tokens": 1000, "padding_efficiency": 0.9, "spark_application_id": "local-1", "tasks": tasks,
-            "timeline": timeline.buckets(BATCHES),
-            "cost": run_cost(tasks, 12.0, 42, instance_type="c7i.xlarge"), **overrides}
+            "timeline": timeline.buckets(BATCHES, 100.0, 112.0), "scored_unit": "rows", "dedup": {"level": "batch"},
+            "exit_code": 0, "failure": None, "cost": run_cost(tasks, 12.0, 42, instance_type="c7i.xlarge"), **overrides}
 
 
-def test_batches_give_per_task_seconds_and_rows_and_a_bounded_timeline():
-    assert timeline.per_task(BATCHES) == {(0, 0): {"seconds": 2.5, "rows": 15}, (1, 0): {"seconds": 2.5, "rows": 20},
-                                          (2, 0): {"seconds": 12.0, "rows": 7}}
-    tl = timeline.buckets(BATCHES)
-    assert (tl["start"], tl["bucket_seconds"], tl["rows"]) == (100.0, 1.0, [0, 10, 5, 20] + [0] * 7 + [7])
+def test_batches_give_per_task_seconds_and_counts_and_a_bounded_timeline():
+    assert timeline.per_task(BATCHES) == {(0, 0): {"seconds": 2.5, "scored": 15}, (1, 0): {"seconds": 2.5, "scored": 20},
+                                          (2, 0): {"seconds": 12.0, "scored": 7}}
+    tl = timeline.buckets(BATCHES, 100.0, 112.0)
+    assert (tl["start"], tl["bucket_seconds"], tl["scored"]) == (100.0, 1.0, [0, 10, 5, 20] + [0] * 7 + [7])
     long_run = [[p, 0, 0.0, float(s), 1] for p in range(100) for s in range(1, 36_001, 60)]  # 10 h, 60,000 batches
-    tl = timeline.buckets(long_run)
-    assert len(tl["rows"]) == timeline.MAX_BUCKETS and sum(tl["rows"]) == len(long_run)
+    tl = timeline.buckets(long_run, 0.0, 36_000.0)
+    assert len(tl["scored"]) == timeline.MAX_BUCKETS and sum(tl["scored"]) == len(long_run)
+    # The chart spans the whole scoring stage: here 4 s of counting before the first batch and 8 s after it.
+    tl = timeline.buckets(BATCHES, 96.0, 120.0)
+    assert len(tl["scored"]) * tl["bucket_seconds"] == pytest.approx(24.0) and tl["scored"][:4] == [0] * 4
 
 
 def test_report_is_self_contained_and_marks_the_straggler():
@@ -87,7 +91,9 @@ def test_job_summary_prices_the_run_and_times_its_tasks(job_run):
     assert cost["usd"] == pytest.approx(0.1785 * s["scoring_seconds"] / 3600, rel=1e-3)
     assert cost["usd_per_million_rows"] == pytest.approx(cost["usd"] / s["rows_out"] * 1e6, rel=1e-3)
     assert {t["partition"] for t in s["tasks"]} == {0, 1}
-    assert sum(t["rows"] for t in s["tasks"]) == sum(s["timeline"]["rows"]) == s["rows_out"] == 121
+    assert sum(t["scored"] for t in s["tasks"]) == sum(s["timeline"]["scored"]) == s["rows_out"] == 121
+    assert s["scored_unit"] == "rows" and s["exit_code"] == 0 and s["failure"] is None
+    assert len(s["timeline"]["scored"]) * s["timeline"]["bucket_seconds"] == pytest.approx(s["scoring_seconds"], rel=1e-3)
     assert all(0 < t["seconds"] <= s["wall_seconds"] for t in s["tasks"])
     assert job_run["report"].read_text().startswith("<!doctype html>")
 
@@ -120,6 +126,24 @@ def test_report_in_a_headless_browser_shows_rows_rate_and_cost(job_run):
 
 def test_live_samples_give_rows_inside_arrow_batches_and_none_without_datagrams():
     samples = [(100.0, 0), (100.5, 40), (101.0, 40), (101.5, 90), (103.0, 121)]  # the last: Spark's own count
-    tl = timeline.from_samples(samples)
-    assert sum(tl["rows"]) == 121 and len(tl["rows"]) == 3 and "device batches" in tl["counted"]
-    assert timeline.from_samples([(100.0, 0), (101.0, 0), (102.0, 121)]) is None  # nothing arrived: use the batches
+    tl = timeline.from_samples(samples, 100.0, 103.0)
+    assert sum(tl["scored"]) == 121 and len(tl["scored"]) == 3 and "device batches" in tl["counted"]
+    tl = timeline.from_samples(samples, 90.0, 110.0)  # the scoring stage began 10 s before the first sample
+    assert tl["scored"][:10] == [0] * 10 and sum(tl["scored"]) == 121 and len(tl["scored"]) == 20
+    assert timeline.from_samples([(100.0, 0), (101.0, 0), (102.0, 121)], 100.0, 102.0) is None  # nothing arrived
+
+
+def test_a_run_level_report_counts_texts_where_it_counts_texts_and_shows_a_failed_run():
+    """Issue #25: the demo's headline said 10,000 rows while its chart, task bars and devices
+    table summed the 8,877 distinct texts under the name of rows."""
+    tasks = [{"host": "h", "device": "cpu", "partition": p, "attempt": 0, **timeline.per_task(BATCHES)[(p, 0)]}
+             for p in (0, 1, 2)]
+    failure = "4 of 42 rows invalid or failed (9.52% > --max-invalid-fraction 1.00%); all rows were written"
+    page = report.render(canned_summary(tasks=tasks, scored_unit="texts", dedup={"level": "run", "units": 42,
+                                                                                  "units_scored": 42},
+                                        exit_code=1, failure=failure))
+    assert f'id="outcome" class="failed">failed, exit 1: {html.escape(failure)}' in page
+    assert 'id="scored">42</span>distinct texts scored' in page
+    assert "Texts scored per second over the scoring stage" in page and "texts/s</text>" in page
+    assert "2.50 s, 15 texts" in page and "<th>texts scored</th>" in page and "rows/s</title>" not in page
+    assert 'id="outcome" class="passed">passed, exit 0' in report.render(canned_summary())

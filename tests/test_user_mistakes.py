@@ -2,6 +2,7 @@
 exit code (2, bad arguments or input), no traceback, and nothing written under --output."""
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from jobs.duplicates import main
@@ -47,6 +48,12 @@ def _odd_run_date(tmp_path, model, tiny_models):
     return dict(input=_input(tmp_path), model=model, run_date="20261129"), "argument --run-date: must be YYYY-MM-DD, got '20261129'"
 
 
+def _id_column_typo(tmp_path, model, tiny_models):
+    """The flag is the misspelling, not the input's column (issue #25: the warning had it backwards)."""
+    return (dict(input=_input(tmp_path), model=model, id_column="pairid"),
+            "--id-column pairid names column 'pairid', which looks like a misspelling of the input's 'pair_id'")
+
+
 def _file_as_output(tmp_path, model, tiny_models):
     (tmp_path / "scores.parquet").write_bytes(b"an existing file")
     return dict(input=_input(tmp_path), model=model, output=tmp_path / "scores.parquet"), "is a file, not a folder"
@@ -58,6 +65,7 @@ def _file_as_output(tmp_path, model, tiny_models):
     _optional_field_typo,
     _hugging_face_folder_as_model,
     _odd_run_date,
+    _id_column_typo,
     _file_as_output,
 ], ids=lambda f: f.__name__.strip("_"))
 def test_each_first_mistake_gets_one_error_line_exit_2_and_writes_nothing(spark, model, tiny_models, tmp_path,
@@ -69,6 +77,7 @@ def test_each_first_mistake_gets_one_error_line_exit_2_and_writes_nothing(spark,
     errors = [line for line in err.splitlines() if "error:" in line]
     assert rc == 2 and summary is None, err
     assert len(errors) == 1 and message in errors[0] and "Traceback" not in err, err
+    assert "warning:" not in err, err  # the error line says it all, a hint included
     assert _snapshot(Path(flags["output"])) == before
 
 
@@ -110,3 +119,60 @@ def test_lookalikes_pair_typos_with_the_missing_column_and_leave_other_columns_a
     missing = ["right_brand", "left_description"]
     columns = ["right_brnad", "Left_Descripton", "right_price", "label", "left_desc"]
     assert lookalikes(columns, missing) == [("right_brnad", "right_brand"), ("Left_Descripton", "left_description")]
+
+
+def _folder_input(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    pairs_frame(8).to_parquet(folder / "part-0.parquet")
+    return folder
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("layout", [
+    # (flags relative to tmp_path, the folder whose bytes must not change, message)
+    ({"input": "pairsdir", "output": "pairsdir/scores"}, "pairsdir", "--output {tmp}/pairsdir/scores is inside --input"),
+    ({"input": "scores/run_date=2026-07-01", "output": "scores"}, "scores", "--input {tmp}/scores/run_date=2026-07-01 "
+                                                                             "is inside --output {tmp}/scores"),
+    ({"input": "pairsdir", "output": "pairsdir/"}, "pairsdir", "--input and --output are the same folder"),
+    ({"input": "pairsdir", "output": "out", "cache": "pairsdir/cache"}, "pairsdir", "--cache {tmp}/pairsdir/cache "
+                                                                                    "is inside --input"),
+    ({"input": "pairsdir", "output": "link-to-pairsdir/scores"}, "pairsdir", "is inside --input"),
+], ids=["output-in-input", "input-in-output-date", "same-folder", "cache-in-input", "through-a-symlink"])
+def test_folders_that_overlap_exit_2_and_leave_the_input_as_it_was(spark, model, tmp_path, capsys, layout):
+    flags, kept, message = layout
+    _folder_input(tmp_path / flags["input"])
+    (tmp_path / "link-to-pairsdir").symlink_to(tmp_path / "pairsdir", target_is_directory=True)
+    before = _snapshot(tmp_path / kept)
+    rc, summary, err = run_job(main, capsys, model=model, run_date="2026-07-01",
+                               **{flag: tmp_path / path for flag, path in flags.items()})
+    assert rc == 2 and summary is None and err.count("\n") == 1, err
+    assert err.startswith("error: ") and message.format(tmp=tmp_path) in err, err
+    assert _snapshot(tmp_path / kept) == before  # nothing written, not even the writability probe
+    assert len(pd.read_parquet(tmp_path / flags["input"])) == 8  # and the next run can read it
+
+
+def test_overlap_is_judged_by_location_across_s3_schemes_and_globs():
+    from jobs.paths import clash
+
+    assert clash({"--input": "s3://b/pairs", "--output": "s3a://b/pairs/scores/"}) == \
+        "--output s3a://b/pairs/scores/ is inside --input s3://b/pairs"
+    assert clash({"--input": "s3a://b/pairs/*.parquet", "--output": "s3://b/pairs/"}) == \
+        "--input and --output are the same folder (s3a://b/pairs/*.parquet)"
+    assert clash({"--input": "s3://b/pairs", "--output": "s3://b/pairs-scores", "--cache": "s3://other/pairs"}) is None
+    assert clash({"--input": "s3://b/pairs", "--output": "s3://c/pairs", "--cache": None}) is None
+
+
+@pytest.mark.parametrize("command", [["jobs/duplicates.py", "--help"], ["jobs/query_intent.py", "--input", "x"],
+                                     ["-m", "jobs.result_cache", "stats", "x"]])
+def test_a_python_without_the_project_packages_says_to_use_the_venv_in_one_line(command):
+    """Issue #25: `python3 jobs/duplicates.py` outside the venv printed a 14-line traceback ending in
+    `ModuleNotFoundError: No module named 'numpy'`. `-S`: this Python without its site-packages."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-S", *command], cwd=repo, capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: {sys.executable} cannot import ") and "which accel-scoring needs" in done.stderr
+    assert f".venv/bin/python {' '.join(command[:2] if command[0] == '-m' else command[:1])} …" in done.stderr

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 
 from engines.artifact import Manifest, open_artifact
 from engines.base import Device, Engine, EngineSpec
 from engines.errors import ArtifactError, ParityError
 from engines.registry import engine_class
 from engines.store import localize
+from udfs import progress
 from udfs.progress import ProgressAddress
 from udfs.tokenize import TextEncoder
 
@@ -85,11 +85,11 @@ def _load(spec: ScorerSpec, uri: str, digest: str, device: Device, threads: int)
     except ParityError as e:
         then = f"scoring with --fallback-model {spec.fallback}" if spec.fallback and uri != spec.fallback else \
             "every row it is given is marked error"
-        print(f"accel-scoring: refused {manifest.model_id} on backend {spec.backend}, device {device}: {e}; {then}",
-              file=sys.stderr, flush=True)
+        progress.say(f"accel-scoring: refused {manifest.model_id} on backend {spec.backend}, device {device}: {e}; "
+                     f"{then}")
         return Runtime(manifest, RefusedEngine(manifest, f"artifact_refused: {e}"), encoder)
-    # Once per worker and engine: what actually runs (the executor's stderr log).
+    # Once per worker and engine: what actually runs (the executor's stderr log, or the local driver's).
     extra = {k: getattr(engine, k) for k in ("plan_source", "visible_cores", "cpu_gate") if getattr(engine, k, None)}
-    print(f"accel-scoring: loaded {manifest.model_id} on backend {spec.backend}, device {device}, "
-          f"in {engine.load_seconds:.1f}s {extra or ''}".rstrip(), file=sys.stderr, flush=True)
+    progress.say(f"accel-scoring: loaded {manifest.model_id} on backend {spec.backend}, device {device}, "
+                 f"in {engine.load_seconds:.1f}s {extra or ''}".rstrip())
     return Runtime(manifest, engine, encoder)

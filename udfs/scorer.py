@@ -21,10 +21,11 @@ from typing import Iterator
 import pandas as pd
 import pyarrow as pa
 
+from engines.errors import EngineUnavailableError, TargetMismatchError
 from udfs import faults, imds
 from udfs.cache import WORKER_CACHE
 from udfs.device import bind_device, task_cpus, task_resources
-from udfs.progress import ProgressReporter
+from udfs.progress import ProgressReporter, relayed
 from udfs.runtime import ScorerSpec, load_runtime
 from udfs.tasks import SINGLE_TEXT_TASKS
 
@@ -101,11 +102,20 @@ class Scorer:
         resources = task_resources()
         device = bind_device(spec.backend, spec.device, resources)
         threads = task_cpus()
-        runtime, loaded = WORKER_CACHE.get_or_load(
-            (spec.digest, spec.fallback_digest, spec.backend, str(device)), lambda: load_runtime(spec, device, threads))
-        runtime = faults.limit_capacity(runtime)
         ctx = TaskContext.get()
         partition, attempt = (ctx.partitionId(), ctx.attemptNumber()) if ctx else (None, None)
+        progress = ProgressReporter(spec.progress, partition, attempt)
+        try:
+            with relayed(progress):  # what loading says goes above a local driver's progress bar
+                runtime, loaded = WORKER_CACHE.get_or_load(
+                    (spec.digest, spec.fallback_digest, spec.backend, str(device)),
+                    lambda: load_runtime(spec, device, threads))
+        except (EngineUnavailableError, TargetMismatchError) as e:
+            # Every retry on a worker like this one would fail alike: the driver cancels the run.
+            progress.fatal(f"executor {socket.gethostname()}: {e}")
+            progress.close()
+            raise
+        runtime = faults.limit_capacity(runtime)
         worker = json.dumps({
             "host": socket.gethostname(), "pid": os.getpid(), "device": str(device),
             "resources": resources, "partition": partition, "attempt": attempt,
@@ -121,7 +131,6 @@ class Scorer:
             t0 = time.perf_counter()
             return workload.prepare(runtime, frame), time.perf_counter() - t0
 
-        progress = ProgressReporter(spec.progress, partition, attempt)
         prepared = ahead(batches, prepare) if spec.overlap else map(prepare, batches)
         try:
             for batch, prepare_seconds in prepared:

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from udfs import flash_route
+from udfs import flash_route, progress
 
 # A kept token needs at least one character, so clipping a text to this many characters per
 # token of budget never changes the kept tokens of ordinary text, and bounds the cost of a
@@ -72,8 +71,8 @@ class TextEncoder:
         self._encode_batch = getattr(self._tok, self.method)
         config = json.loads(Path(tokenizer_json).read_text(encoding="utf-8"))
         self._flash, self.single_route = flash_route.load(config, self.max_seq_len, self._reference)
-        # Once per worker (the executor's stderr log): which encoder single texts get, and why.
-        print(f"accel-scoring: single texts: {self.single_route}", file=sys.stderr, flush=True)
+        # Once per worker (the executor's stderr log, or the local driver's): which encoder single texts get, and why.
+        progress.say(f"accel-scoring: single texts: {self.single_route}")
         zeros = np.zeros(self.max_seq_len, dtype=np.int64)
         zeros.setflags(write=False)
         self._zeros = zeros  # a flash-encoded row's type ids: a read-only view of this

@@ -36,6 +36,19 @@ def _scatter(n: int, ok: np.ndarray, scored: tasks.Scored) -> tuple[np.ndarray, 
     return values, errors, truncated
 
 
+def _flag_columns(workload, flags: dict[str, tuple[str, list[str]]]) -> dict[str, str]:
+    """{column: the flag as typed} for the columns named by a flag set to other than its default
+    (`flags`: field -> (flag, the columns it names)). A column missing from the input is then
+    more likely the flag's misspelling than the input's."""
+    named = {}
+    for field, (flag, columns) in flags.items():
+        value = getattr(workload, field)
+        if value != getattr(type(workload), field):
+            typed = ",".join(value) if isinstance(value, tuple) else value
+            named.update({c: f"{flag} {typed}" for c in columns})
+    return named
+
+
 @dataclasses.dataclass
 class Prepared:
     """An Arrow batch checked and tokenized (`Workload.prepare`), ready for the engine (`finish`)."""
@@ -69,6 +82,10 @@ class Duplicates:
     def optional_columns(self) -> list[str]:
         """Field columns read as empty text when absent (the job reports them as fields_absent)."""
         return [c for c in self.text_columns if c not in self.required_columns]
+
+    def flag_columns(self) -> dict[str, str]:
+        return _flag_columns(self, {"id_column": ("--id-column", [self.id_column]),
+                                    "fields": ("--fields", self.text_columns)})
 
     def output_ddl(self) -> str:
         return f"{self.id_column} string, score double, is_duplicate boolean, {COMMON_COLUMNS}"
@@ -132,6 +149,10 @@ class QueryIntent:
     @property
     def optional_columns(self) -> list[str]:
         return []
+
+    def flag_columns(self) -> dict[str, str]:
+        return _flag_columns(self, {"id_column": ("--id-column", [self.id_column]),
+                                    "query_column": ("--query-column", [self.query_column])})
 
     def output_ddl(self) -> str:
         return (f"{self.id_column} string, intent string, confidence double, "

@@ -129,6 +129,31 @@ def test_stage_replaces_a_changed_file(staged, s3, capsys) -> None:
     assert s3.get_object(Bucket="deploy", Key="accel/v1/jobs/duplicates.py")["Body"].read() == b"# changed\n"
 
 
+def test_stage_refuses_to_replace_another_model_of_the_same_name_and_version(staged, s3, capsys) -> None:
+    """models/<name>/<version>/ names one artifact (a model compiled without --name is `model`
+    version 1 whatever it is): another one there is refused, the staged one left whole."""
+    def objects() -> dict[str, bytes]:
+        listed = s3.list_objects_v2(Bucket="deploy", Prefix="accel/v1/models/minilm-dup/1.0/")["Contents"]
+        return {o["Key"]: s3.get_object(Bucket="deploy", Key=o["Key"])["Body"].read() for o in listed}
+
+    before = objects()
+    model = staged["model"]
+    (model / "model.onnx").write_bytes(b"another model")
+    manifest = json.loads((model / "manifest.json").read_text())
+    manifest["files"]["model.onnx"] = hashlib.sha256(b"another model").hexdigest()
+    (model / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    argv = ["stage", "--prefix", PREFIX, "--dist", str(staged["dist"]), "--jobs-dir", str(staged["jobs"]),
+            "--model", str(model)]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: {PREFIX}models/minilm-dup/1.0/ already holds another artifact") and "--force" in err
+    assert objects() == before
+    assert main(argv + ["--force"]) == 0
+    assert objects()[f"accel/v1/models/minilm-dup/1.0/model.onnx"] == b"another model"
+
+
 def test_multipart_upload_verifies_composite_checksum(aws, s3, tmp_path) -> None:
     from emr.s3 import S3Uri, upload
 
@@ -265,9 +290,9 @@ def test_stage_level_fleet_cluster_is_created(staged, roles, capsys) -> None:
     assert spark["spark.dynamicAllocation.enabled"] == "true"
     assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS, "--dry-run",
                  *STAGE_LEVEL]) == 0
-    out = capsys.readouterr().out
-    assert "(g5: 2 x m6i.2xlarge + 2 x g5.2xlarge/g5.4xlarge/g5.8xlarge task + 2 Spot)" in out
-    lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    captured = capsys.readouterr()
+    assert "(g5: 2 x m6i.2xlarge + 2 x g5.2xlarge/g5.4xlarge/g5.8xlarge task + 2 Spot)" in captured.err  # prose
+    lines = [json.loads(x) for x in captured.out.splitlines()]  # the requests alone
     sent = [x["params"] for x in lines if x["operation"] == "RunJobFlow"][0]
     fleets = {f["InstanceFleetType"]: f for f in sent["Instances"]["InstanceFleets"]}
     assert fleets["CORE"]["InstanceTypeConfigs"][0]["InstanceType"] == "m6i.2xlarge"
@@ -385,6 +410,33 @@ def test_add_step_to_a_terminated_cluster(staged, roles, capsys) -> None:
     assert f"cluster {cluster_id} is TERMINATED" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("swap, message", [
+    ({"--output": "s3a://data/pairs/scores/"}, "--output s3a://data/pairs/scores/ is inside --input s3://data/pairs/"),
+    ({"--cache-root": "s3://data/scores/"}, "--cache s3://data/scores/duplicates/ is inside --output s3://data/scores/"),
+])
+def test_add_step_whose_folders_overlap_is_refused_before_anything_is_sent(aws, swap, message, capsys) -> None:
+    argv = _add_step_args("j-ANY")
+    for flag, value in swap.items():
+        argv = argv[:argv.index(flag) + 1] + [value] + argv[argv.index(flag) + 2:] if flag in argv else argv + [flag, value]
+    aws.recorder.clear()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {message}: a run would write into what it reads"), err
+    assert aws.recorder.requests == []
+
+
+def test_terminate_refuses_while_steps_run_unless_forced(staged, roles, capsys) -> None:
+    cluster_id = _create_cluster(capsys)
+    assert main(_add_step_args(cluster_id)) == 0
+    capsys.readouterr()
+    assert main(["terminate", "--cluster-id", cluster_id]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: cluster {cluster_id} has 1 step(s) running or waiting: ")
+    assert "--force" in err and moto_support.cluster_state(cluster_id) != "TERMINATED"
+    assert main(["terminate", "--cluster-id", cluster_id, "--force"]) == 0
+    assert moto_support.cluster_state(cluster_id) == "TERMINATED"
+
+
 def test_add_step_before_staging_says_so(aws, s3, roles, capsys) -> None:
     s3.create_bucket(Bucket="deploy")
     cluster_id = _create_cluster(capsys)
@@ -465,6 +517,10 @@ def test_every_sub_command_has_a_dry_run(command, aws, sources) -> None:
     assert "dry run:" in done.stderr
     assert aws.recorder.requests == []
     assert sorted(p.name for p in sources["dist"].iterdir()) == before
+    # stdout is the requests alone, one JSON object a line, so that `| jq` reads it (issue #25)
+    assert all(json.loads(line)["dry_run"] is True for line in done.stdout.splitlines()), done.stdout
+    if command not in ("profiles", "package", "preflight"):  # those send nothing, so print no request
+        assert done.stdout.strip(), done.stderr
 
 
 # --- EMR on EKS ----------------------------------------------------------------------------------

@@ -101,3 +101,22 @@ def test_eks_job_runs_take_the_inf2_size_and_scheduler() -> None:
         "applicationConfiguration"][0]["properties"]
     assert props["spark.kubernetes.executor.node.selector.node.kubernetes.io/instance-type"] == "inf2.8xlarge"
     assert props["spark.kubernetes.executor.scheduler.name"] == "my-scheduler"
+
+
+def test_the_readme_variable_examples_build_the_dags_requests() -> None:
+    """emr/README.md, "Before the first run": the Airflow Variable as a new user would paste it."""
+    import json
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "emr" / "README.md").read_text()
+    section = readme.split("## Before the first run", 1)[1].split("\n## ", 1)[0]
+    emr_variable, eks_variable = (json.loads(block) for block in re.findall(r"```json\n(.*?)\n\s*```", section, re.S))
+    request = cluster_request(emr_variable, dag_run="manual__2026-11-01")
+    assert request["Instances"]["InstanceGroups"][1]["InstanceType"] == "g5.2xlarge"
+    steps = scoring_steps(emr_variable, "2026-11-01")
+    assert len(steps) == 2
+    assert "--cache" in steps[0]["HadoopJarStep"]["Args"]
+    runs = eks_job_runs(eks_variable, "2026-11-01")
+    assert sorted(runs) == ["duplicates", "query_intent"]
+    assert runs["duplicates"]["virtualClusterId"] == "VC_ID"
