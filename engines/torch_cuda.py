@@ -19,6 +19,7 @@ bench/device_check.py.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from typing import Mapping
@@ -26,10 +27,10 @@ from typing import Mapping
 import numpy as np
 
 from engines import parity
-from engines.base import Done, Engine
+from engines.base import Device, Done, Engine
 from engines.cuda_slots import Slot
 from engines.errors import EngineUnavailableError, ParityError, TargetMismatchError
-from engines.hardware import cuda_ordinal, number_gpus_like_nvidia_smi
+from engines.hardware import cuda_ordinal, local_gpus, number_gpus_like_nvidia_smi
 
 TORCH_MIN = (2, 1)  # load_state_dict(assign=True), used to load weights without a second copy
 # The oldest GPUs each precision runs well on: every CUDA torch wheel runs fp16 on a T4 (7.5);
@@ -39,13 +40,16 @@ INSTALL_HINT = ("install a CUDA build of torch in the executors' Python (README.
                 "to score on the CPU pass --device cpu")
 
 
+def _no_torch() -> str:
+    return f"backend torch-cuda needs torch, not importable in {sys.executable}; {INSTALL_HINT}"
+
+
 def _import_torch():
     number_gpus_like_nvidia_smi()  # before torch can initialise CUDA
     try:
         import torch
     except ImportError:
-        raise EngineUnavailableError(f"backend torch-cuda needs torch, not importable in {sys.executable}; "
-                                     f"{INSTALL_HINT}") from None
+        raise EngineUnavailableError(_no_torch()) from None
     return torch
 
 
@@ -85,6 +89,15 @@ class TorchCudaEngine(Engine):
         self.cuda_graphs, self.max_graphs = cuda_graphs, max_graphs
         self.parity_record: dict | None = None
         self.graphs = None  # engines.cuda_graphs.CudaGraphs on a GPU with cuda_graphs on
+
+    @classmethod
+    def unavailable(cls, device: Device) -> str | None:
+        if importlib.util.find_spec("torch") is None:
+            return _no_torch()
+        if device.kind != "cpu" and not local_gpus():
+            return ("backend torch-cuda needs an NVIDIA GPU, and this machine has none (nvidia-smi, /dev/nvidia*); "
+                    "run it where Spark's executors have one, or score on this CPU with --device cpu")
+        return None
 
     def _load(self) -> None:
         from engines import torch_bert

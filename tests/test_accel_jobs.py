@@ -188,3 +188,17 @@ def test_torch_cuda_job_on_the_cpu_scores_like_the_onnx_artifact(spark, compile_
     want = runs["onnx"][1]
     assert (got.status == want.status).all()
     np.testing.assert_allclose(got.score.to_numpy(), want.score.to_numpy(), atol=0.01)
+
+
+def test_torch_cuda_on_a_machine_without_a_gpu_exits_2_in_one_line_before_any_task(spark, compile_artifact, pairs,
+                                                                                   tmp_path, capsys):
+    from engines.hardware import local_gpus
+
+    if local_gpus():
+        pytest.skip("this machine has a GPU")
+    path, _ = pairs
+    rc, _, err = run_job(main, capsys, input=path, output=tmp_path / "out", backend="torch-cuda",
+                         model=compile_artifact("pair-classification", "torch-cuda"), run_date="2026-02-08")
+    errors = [l for l in err.splitlines() if l.startswith("error:")]
+    assert rc == 2 and len(errors) == 1 and "needs an NVIDIA GPU" in errors[0] and "--device cpu" in errors[0]
+    assert not (tmp_path / "out").exists()

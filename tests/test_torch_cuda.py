@@ -107,6 +107,19 @@ def test_an_artifact_failing_its_gate_on_load_is_refused(compile_artifact, artif
         TorchCudaEngine(folder, open_artifact(folder, verify=False), Device("cpu")).load()
 
 
+def test_what_it_needs_is_known_before_loading(monkeypatch):
+    """A local-mode driver asks this before any task (jobs/runner.py check_engine_here)."""
+    monkeypatch.setattr("engines.torch_cuda.local_gpus", lambda: 0)
+    assert TorchCudaEngine.unavailable(Device()) is None
+    assert "needs an NVIDIA GPU" in TorchCudaEngine.unavailable(Device("cuda", "0")) and \
+        "--device cpu" in TorchCudaEngine.unavailable(Device("cuda", "0"))
+    monkeypatch.setattr("engines.torch_cuda.local_gpus", lambda: 1)
+    assert TorchCudaEngine.unavailable(Device("cuda", "0")) is None
+    monkeypatch.setitem(__import__("sys").modules, "torch", None)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None if name == "torch" else object())
+    assert TorchCudaEngine.unavailable(Device()).startswith("backend torch-cuda needs torch, not importable")
+
+
 def test_devices_and_auto_on_a_machine_without_a_gpu():
     from udfs.device import bind_device
 
