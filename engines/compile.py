@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     req = p.add_argument_group("Required arguments")
     req.add_argument("--model", required=True, type=Path, help="Hugging Face model folder (config, weights, tokenizer)")
     req.add_argument("--task", required=True, choices=artifact.TASKS)
-    req.add_argument("--out", required=True, type=Path, help="artifact folder to write (replaced if it exists)")
+    req.add_argument("--out", required=True, type=Path, help="artifact folder to write (an earlier artifact there is replaced; any other folder of files is refused)")
     opt = p.add_argument_group("Optional arguments")
     engines = [registry.engine_class(b) for b in registry.backends()]
     opt.add_argument("--backend", default="onnx", choices=registry.backends(),
@@ -192,6 +192,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def replaceable(out: Path) -> str | None:
+    """Why compile must not replace `out` (None when it may): the artifact it writes replaces the
+    folder whole, so anything but an earlier artifact or an empty folder there would be lost."""
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        return "is a file, not a folder: compile writes an artifact folder there"
+    if (out / artifact.MANIFEST).is_file() or not any(out.iterdir()):
+        return None
+    return (f"holds files but no {artifact.MANIFEST}, so it is not an artifact compile would replace: "
+            "give a new folder or an earlier artifact's")
+
+
 def argv_without_out(argv: list[str] | None) -> list[str]:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--out" in argv:
@@ -206,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if not (args.model / "config.json").is_file():
         print(f"error: {args.model} is not a Hugging Face model folder (no config.json)", file=sys.stderr)
+        return 2
+    if (problem := replaceable(args.out)) is not None:
+        print(f"error: --out {args.out} {problem}", file=sys.stderr)
         return 2
     if not 8 <= args.max_seq_len <= 512:
         print(f"error: --max-seq-len must be between 8 and 512, got {args.max_seq_len}", file=sys.stderr)

@@ -132,3 +132,21 @@ def test_manifests_from_before_the_rename_say_torchscript_and_still_run(compile_
     (folder / "manifest.json").write_text(json.dumps({**raw, "backend": "torchscript"}))
     m = open_artifact(folder)
     assert m.backend == "torch" and resolve_backend("auto", m) == "torch"
+
+
+def test_out_that_is_not_an_artifact_is_never_replaced(tiny_models, compile_artifact, artifact_copy, tmp_path, capsys):
+    """The artifact replaces --out whole: a folder of other files (a mistyped path, the data) must survive."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "pairs.parquet").write_bytes(b"not to be lost")
+    (tmp_path / "a-file").write_text("kept")
+    base = ["--model", str(tiny_models["embedding"]), "--task", "embedding"]
+    for out, says in ((data, "holds files but no manifest.json"), (tmp_path / "a-file", "is a file")):
+        assert compile_cli.main(base + ["--out", str(out)]) == 2
+        assert says in capsys.readouterr().err
+    assert (data / "pairs.parquet").read_bytes() == b"not to be lost" and (tmp_path / "a-file").read_text() == "kept"
+    earlier = artifact_copy(compile_artifact("embedding"))
+    (tmp_path / "empty").mkdir()
+    for out in (earlier, tmp_path / "empty"):  # an earlier artifact, or an empty folder: replaced
+        assert compile_cli.main(base + ["--out", str(out)]) == 0
+        assert (out / "manifest.json").is_file()
