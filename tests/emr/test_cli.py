@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from emr import packaging
+from emr import gpu_envs, packaging
 from emr.cli import main
 from tests import moto_support
 
@@ -37,7 +37,8 @@ def sources(tmp_path: Path) -> dict[str, Path]:
         d.mkdir(parents=True)
     (dist / "accel_scoring.zip").write_bytes(b"PK zip of engines, udfs, jobs, emr")
     (dist / "accel_scoring-0.1.0-py3-none-any.whl").write_bytes(b"PK wheel")
-    packaging.write_gpu_requirements(dist)
+    for env in gpu_envs.ENVS:
+        packaging.write_gpu_requirements(dist, env)
     with tarfile.open(dist / "accel-scoring-env.tar.gz", "w:gz") as tar:
         info = tarfile.TarInfo("bin/python")
         tar.addfile(info)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from emr import envinfo, packaging
+from emr import envinfo, gpu_envs, packaging
 from emr.cli import main
 from emr.cluster import DEFAULT_SERVICE_ROLE
 from emr.profiles import DEFAULT_RELEASE_LABEL
@@ -306,7 +306,8 @@ def _stage(s3, dist: Path, archive_dists: dict[str, str], *, manifest: bool = Tr
     """Build an archive (and its manifest, or none) into ``dist`` and stage it."""
     for name in ("accel_scoring.zip", "accel_scoring-0.1.0-py3-none-any.whl"):
         (dist / name).write_bytes(b"PK")
-    packaging.write_gpu_requirements(dist)
+    for env in gpu_envs.ENVS:
+        packaging.write_gpu_requirements(dist, env)
     archive = make_archive(dist / "accel-scoring-env.tar.gz", archive_dists)
     envinfo.manifest_path(archive).unlink(missing_ok=True)
     if manifest:
