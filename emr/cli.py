@@ -67,10 +67,12 @@ def _python_env() -> argparse.ArgumentParser:
     g.add_argument("--python-env", choices=PYTHON_ENVS, default="archive",
                    help="archive: steps ship the venv-pack archive; bootstrap: install the wheel "
                         "on every node at start (for multi-GB CUDA stacks)")
-    g.add_argument("--pip-extras", default=f"{packaging.EXECUTOR_EXTRAS},gpu", help="extras for --python-env bootstrap")
+    g.add_argument("--pip-extras", default=f"{packaging.EXECUTOR_EXTRAS},gpu",
+                   help="extras for --python-env bootstrap: gpu installs torch and TensorRT first, torch-cuda "
+                        "the CUDA torch alone (emr/gpu_envs.py)")
     g.add_argument("--torch-index-url", metavar="URL",
-                   help="PyTorch's CUDA 12.6 wheel index: for bootstrap with a gpu extra (required then), "
-                        "and preflight --online")
+                   help="PyTorch's CUDA 12.6 wheel index: for bootstrap with a gpu or torch-cuda extra (required "
+                        "then), and preflight --online")
     g.add_argument("--nvidia-index-url", metavar="URL",
                    help="NVIDIA's package index (TensorRT): for bootstrap with a gpu extra (required then), "
                         "and preflight --online")

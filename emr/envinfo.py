@@ -34,6 +34,7 @@ from engines.artifact import sha256_file
 BACKEND_MODULES = {
     "torch": ("torch",),
     "tensorrt": ("torch", "tensorrt"),
+    "torch-cuda": ("torch",),  # and a CUDA build of it (``cpu_only_torch``)
     "neuronx": ("torch_neuronx",),
     "neuron": ("torch_neuron",),
 }

@@ -308,6 +308,20 @@ def test_create_cluster_bootstrap_installs_the_staged_gpu_requirements_from_both
     assert requirements["Body"].read() == (staged["dist"] / "gpu-requirements.txt").read_bytes()
 
 
+def test_create_cluster_bootstrap_torch_cuda_installs_the_staged_torch_alone(staged, roles, capsys) -> None:
+    import boto3
+
+    url = "https://torch.example.invalid/cu126"
+    cluster_id = _create_cluster(capsys, "--python-env", "bootstrap", "--pip-extras", "aws,fast,torch-cuda",
+                                 "--torch-index-url", url)
+    actions = boto3.client("emr").list_bootstrap_actions(ClusterId=cluster_id)["BootstrapActions"]
+    install = [a for a in actions if a["Name"] == "install-python-env"][0]
+    assert install["Args"] == [PREFIX + "package/", "aws,fast,torch-cuda", "/opt/accel-scoring/venv",
+                               PREFIX + "scripts/gpu-torch-requirements.txt", url]
+    staged_pins = boto3.client("s3").get_object(Bucket="deploy", Key="accel/v1/scripts/gpu-torch-requirements.txt")
+    assert staged_pins["Body"].read() == (staged["dist"] / "gpu-torch-requirements.txt").read_bytes()
+
+
 def test_create_cluster_bootstrap_gpu_without_indexes_is_refused_before_sending(aws, roles, capsys) -> None:
     aws.recorder.clear()
     code = main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS,
