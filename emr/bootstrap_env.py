@@ -33,6 +33,12 @@ PYTHON = "3.11"
 INTERPRETER = f"/usr/bin/python{PYTHON}"
 
 
+def fix_for(env: GpuEnv) -> str:
+    """How to create a cluster whose bootstrap environment is ``env``, for error messages."""
+    urls = " ".join(f"{index.option} URL" for index in env.stack.indexes())
+    return f"create the cluster with --python-env bootstrap --pip-extras {EXECUTOR_EXTRAS},{env.extra} {urls}"
+
+
 @dataclass(frozen=True)
 class BootstrapEnv:
     extras: str = "aws,gpu"

@@ -284,16 +284,18 @@ def _preflight_env(args: argparse.Namespace) -> tuple[str, Any]:
 
 def _preflight_report(args: argparse.Namespace, profile: Any, label: str, env: Any, manifest: Any) -> list[str]:
     """What preflight expects and what it checked, before its verdict."""
-    from emr import preflight
+    from emr import gpu_envs, preflight
     from emr.releases import line_of
-    from emr.stacks import GPU
 
     stack = preflight.stack_of(env)
     line = line_of(label)
     release = f"{label} ({line.name}: Spark {line.spark})" if line else label
     libraries = ", ".join(f"{n} {env.distributions[n]}" for n in ("torch", "tensorrt-cu12", "tensorrt-cu13")
                           if n in env.distributions)
-    lines = [f"stack: {GPU.describe()} (emr/stacks.py; `make package-gpu` and the bootstrap install it)"]
+    backend = manifest.backend if manifest and args.backend == "auto" else args.backend
+    expected = gpu_envs.for_backend(backend) or gpu_envs.FULL
+    lines = [f"stack: {expected.stack.describe()} (emr/stacks.py; `make {expected.make_target}` and the bootstrap "
+             "install it)"]
     if stack is None:
         lines.append("driver: not checked (the environment holds no CUDA stack)")
     elif args.driver_version:
@@ -376,8 +378,8 @@ def _check_step_env(clients: Clients, layout: L.Layout, job: Any, args: argparse
     archive: the staged archive's manifest says what it holds; bootstrap: the cluster's
     install-python-env action's arguments do (emr/bootstrap_env.py).
     """
-    from emr import envinfo
-    from emr.bootstrap_env import ACTION_NAME, BootstrapEnv
+    from emr import envinfo, gpu_envs
+    from emr.bootstrap_env import ACTION_NAME, BootstrapEnv, fix_for
     from emr.s3 import require_object
 
     on_archive = args.python_env == "archive"
@@ -398,24 +400,31 @@ def _check_step_env(clients: Clients, layout: L.Layout, job: Any, args: argparse
     if not installs:
         raise EmrError(f"cluster {args.cluster_id} has no {ACTION_NAME} bootstrap action: it was not created "
                        "with --python-env bootstrap", exit_code=2)
-    envinfo.require_backend(BootstrapEnv.from_script_args(installs[0]).info(), backend,
-                            where, label, fix="create the cluster with --python-env bootstrap --pip-extras "
-                            "aws,gpu --torch-index-url URL --nvidia-index-url URL")
+    envinfo.require_backend(BootstrapEnv.from_script_args(installs[0]).info(), backend, where, label,
+                            fix=fix_for(gpu_envs.for_backend(backend) or gpu_envs.FULL))
 
 
 def _gpu_env_warning(clients: Clients, layout: L.Layout) -> str | None:
-    """create-cluster adds no step, so it can only say that tensorrt steps would be refused."""
-    from emr import envinfo
+    """create-cluster adds no step, so it can only say that GPU steps would be refused: when the staged
+    archive runs neither GPU environment's backend, what the full one needs (emr/gpu_envs.py)."""
+    from emr import envinfo, gpu_envs
     from emr.s3 import head
 
     archive = head(clients.s3, layout.env_archive)
     if archive is None:
         return None
+    refusals = []
     try:
-        envinfo.require_backend(envinfo.staged(clients.s3, layout, archive), "tensorrt", str(layout.env_archive))
+        info = envinfo.staged(clients.s3, layout, archive)
+        for env in gpu_envs.ENVS:
+            try:
+                envinfo.require_backend(info, env.backend, str(layout.env_archive))
+                return None
+            except EmrError as exc:
+                refusals.append(exc)
     except EmrError as exc:
-        return f"{exc} (add-step refuses such steps)"
-    return None
+        refusals.append(exc)
+    return f"{refusals[0]} (add-step refuses such steps)"
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
