@@ -244,6 +244,7 @@ def _clients(args: argparse.Namespace) -> Clients:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
+    from emr import gpu_envs
     from emr.profiles import PROFILES
 
     for p in PROFILES.values():
@@ -251,6 +252,9 @@ def cmd_profiles(args: argparse.Namespace) -> int:
               f"executor {p.executor_cores} cores {p.executor_memory_mb // 1024}+"
               f"{p.executor_memory_overhead_mb // 1024} GiB, {p.tasks_per_gpu} tasks/GPU, "
               f"--fleet {'/'.join(p.fleet_types)}  {p.description}")
+    for env in gpu_envs.ENVS:
+        _echo(f"every profile runs --backend {env.backend} on the {env.name} environment (make {env.make_target}, "
+              f"or --python-env bootstrap with {env.extra} in --pip-extras): {env.stack.describe()}")
     return 0
 
 

@@ -435,6 +435,19 @@ def test_profiles_count_each_gpu_once(capsys) -> None:
     assert "8 x A100 (sm80)" in out and "1 x T4 (sm75)" in out and "x 8x" not in out
 
 
+def test_profiles_say_which_environment_runs_which_gpu_backend(capsys) -> None:
+    assert main(["profiles"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2:] == [
+        "every profile runs --backend tensorrt on the GPU environment (make package-gpu, or --python-env bootstrap "
+        "with gpu in --pip-extras): CUDA 12: torch 2.13.0+cu126, tensorrt-cu12 10.16.1.11, on an NVIDIA driver R525 "
+        "or newer",
+        "every profile runs --backend torch-cuda on the torch-only GPU environment (make package-gpu-torch, or "
+        "--python-env bootstrap with torch-cuda in --pip-extras): CUDA 12: torch 2.13.0+cu126, on an NVIDIA driver "
+        "R525 or newer"]
+    assert "g4dn.2xlarge" in lines[0] and lines[0].endswith("fp16 only (bf16 needs sm80)")
+
+
 def _dry_runs(sources: dict[str, Path]) -> dict[str, list[str]]:
     """One invocation of every sub-command, as a new user would type it from emr/README.md."""
     vc = "vc0000000000000000000000a"
