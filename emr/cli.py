@@ -68,10 +68,12 @@ def _python_env() -> argparse.ArgumentParser:
     g.add_argument("--python-env", choices=PYTHON_ENVS, default="archive",
                    help="archive: steps ship the venv-pack archive; bootstrap: install the wheel "
                         "on every node at start (for multi-GB CUDA stacks)")
-    g.add_argument("--pip-extras", default=f"{packaging.EXECUTOR_EXTRAS},gpu", help="extras for --python-env bootstrap")
+    g.add_argument("--pip-extras", default=f"{packaging.EXECUTOR_EXTRAS},gpu",
+                   help="extras for --python-env bootstrap: gpu installs torch and TensorRT first, torch-cuda "
+                        "the CUDA torch alone (emr/gpu_envs.py)")
     g.add_argument("--torch-index-url", metavar="URL",
-                   help="PyTorch's CUDA 12.6 wheel index: for bootstrap with a gpu extra (required then), "
-                        "and preflight --online")
+                   help="PyTorch's CUDA 12.6 wheel index: for bootstrap with a gpu or torch-cuda extra (required "
+                        "then), and preflight --online")
     g.add_argument("--nvidia-index-url", metavar="URL",
                    help="NVIDIA's package index (TensorRT): for bootstrap with a gpu extra (required then), "
                         "and preflight --online")
@@ -247,6 +249,7 @@ def _clients(args: argparse.Namespace) -> Clients:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
+    from emr import gpu_envs
     from emr.profiles import PROFILES
 
     for p in PROFILES.values():
@@ -254,6 +257,9 @@ def cmd_profiles(args: argparse.Namespace) -> int:
               f"executor {p.executor_cores} cores {p.executor_memory_mb // 1024}+"
               f"{p.executor_memory_overhead_mb // 1024} GiB, {p.tasks_per_gpu} tasks/GPU, "
               f"--fleet {'/'.join(p.fleet_types)}  {p.description}")
+    for env in gpu_envs.ENVS:
+        _echo(f"every profile runs --backend {env.backend} on the {env.name} environment (make {env.make_target}, "
+              f"or --python-env bootstrap with {env.extra} in --pip-extras): {env.stack.describe()}")
     return 0
 
 
@@ -287,16 +293,18 @@ def _preflight_env(args: argparse.Namespace) -> tuple[str, Any]:
 
 def _preflight_report(args: argparse.Namespace, profile: Any, label: str, env: Any, manifest: Any) -> list[str]:
     """What preflight expects and what it checked, before its verdict."""
-    from emr import preflight
+    from emr import gpu_envs, preflight
     from emr.releases import line_of
-    from emr.stacks import GPU
 
     stack = preflight.stack_of(env)
     line = line_of(label)
     release = f"{label} ({line.name}: Spark {line.spark})" if line else label
     libraries = ", ".join(f"{n} {env.distributions[n]}" for n in ("torch", "tensorrt-cu12", "tensorrt-cu13")
                           if n in env.distributions)
-    lines = [f"stack: {GPU.describe()} (emr/stacks.py; `make package-gpu` and the bootstrap install it)"]
+    backend = manifest.backend if manifest and args.backend == "auto" else args.backend
+    expected = gpu_envs.for_backend(backend) or gpu_envs.FULL
+    lines = [f"stack: {expected.stack.describe()} (emr/stacks.py; `make {expected.make_target}` and the bootstrap "
+             "install it)"]
     if stack is None:
         lines.append("driver: not checked (the environment holds no CUDA stack)")
     elif args.driver_version:
@@ -379,8 +387,8 @@ def _check_step_env(clients: Clients, layout: L.Layout, job: Any, args: argparse
     archive: the staged archive's manifest says what it holds; bootstrap: the cluster's
     install-python-env action's arguments do (emr/bootstrap_env.py).
     """
-    from emr import envinfo
-    from emr.bootstrap_env import ACTION_NAME, BootstrapEnv
+    from emr import envinfo, gpu_envs
+    from emr.bootstrap_env import ACTION_NAME, BootstrapEnv, fix_for
     from emr.s3 import require_object
 
     on_archive = args.python_env == "archive"
@@ -401,24 +409,31 @@ def _check_step_env(clients: Clients, layout: L.Layout, job: Any, args: argparse
     if not installs:
         raise EmrError(f"cluster {args.cluster_id} has no {ACTION_NAME} bootstrap action: it was not created "
                        "with --python-env bootstrap", exit_code=2)
-    envinfo.require_backend(BootstrapEnv.from_script_args(installs[0]).info(), backend,
-                            where, label, fix="create the cluster with --python-env bootstrap --pip-extras "
-                            "aws,gpu --torch-index-url URL --nvidia-index-url URL")
+    envinfo.require_backend(BootstrapEnv.from_script_args(installs[0]).info(), backend, where, label,
+                            fix=fix_for(gpu_envs.for_backend(backend) or gpu_envs.FULL))
 
 
 def _gpu_env_warning(clients: Clients, layout: L.Layout) -> str | None:
-    """create-cluster adds no step, so it can only say that tensorrt steps would be refused."""
-    from emr import envinfo
+    """create-cluster adds no step, so it can only say that GPU steps would be refused: when the staged
+    archive runs neither GPU environment's backend, what the full one needs (emr/gpu_envs.py)."""
+    from emr import envinfo, gpu_envs
     from emr.s3 import head
 
     archive = head(clients.s3, layout.env_archive)
     if archive is None:
         return None
+    refusals = []
     try:
-        envinfo.require_backend(envinfo.staged(clients.s3, layout, archive), "tensorrt", str(layout.env_archive))
+        info = envinfo.staged(clients.s3, layout, archive)
+        for env in gpu_envs.ENVS:
+            try:
+                envinfo.require_backend(info, env.backend, str(layout.env_archive))
+                return None
+            except EmrError as exc:
+                refusals.append(exc)
     except EmrError as exc:
-        return f"{exc} (add-step refuses such steps)"
-    return None
+        refusals.append(exc)
+    return f"{refusals[0]} (add-step refuses such steps)"
 
 
 def cmd_stage(args: argparse.Namespace) -> int:

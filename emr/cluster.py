@@ -94,7 +94,7 @@ def _check(settings: ClusterSettings) -> ReleaseLine:
         settings.bootstrap_env.check()
     elif settings.bootstrap_env.torch_index_url or settings.bootstrap_env.nvidia_index_url:
         raise EmrError("--torch-index-url and --nvidia-index-url are for --python-env bootstrap; "
-                       "an archive brings its own stack (`make package-gpu`)", 2)
+                       "an archive brings its own stack (`make package-gpu` or `make package-gpu-torch`)", 2)
     if not settings.fleet and len(settings.subnet_ids) > 1:
         raise EmrError("instance groups take one subnet; pass --fleet to let EMR choose among "
                        f"{len(settings.subnet_ids)} subnets", 2)
@@ -209,7 +209,8 @@ def build_run_job_flow_request(
     stage-level layout dynamic allocation on and GPU settings on the GPU task nodes only), a root volume big enough for a CUDA stack, the plan cache on
     /mnt, the managed-policy tag and, with ``python_env="bootstrap"``, a bootstrap action that
     installs the project wheel into ``/opt/accel-scoring/venv`` on every node, after the CUDA torch
-    and TensorRT when ``bootstrap_env`` has a gpu extra (emr/bootstrap_env.py).
+    and TensorRT when ``bootstrap_env`` has a gpu extra, or the CUDA torch alone for a torch-cuda
+    extra (emr/bootstrap_env.py).
 
     Raises:
         EmrError: (exit 2) settings refused by ``_check``; nothing has been sent.

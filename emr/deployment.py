@@ -14,6 +14,7 @@ Variable ``accel_scoring`` (JSON)::
       "cpu_core_type": "m6i.2xlarge", "gpu_task_count": 2,   # stage-level layout, with fleet and EMR 8
       "service_role": "EMR_DefaultRole_V2", "python_env": "archive", "release_label": "emr-spark-8.1.0",
       "pip_extras": "aws,gpu", "torch_index_url": "...", "nvidia_index_url": "...",  # "bootstrap" only
+      # or, torch alone for --backend torch-cuda: "pip_extras": "aws,fast,torch-cuda", "torch_index_url": "..."
       "cluster_id": "j-...",                             # the existing-cluster DAG only
       "cache": "s3://bucket/accel-scoring/cache/",       # optional: each job gets --cache <cache><job>/
       "jobs": {

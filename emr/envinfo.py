@@ -25,6 +25,7 @@ import tarfile
 from pathlib import Path
 from typing import Any, Iterable
 
+from emr import gpu_envs
 from emr import layout as L
 from emr.errors import EmrError
 from emr.s3 import SHA256_METADATA, head, read_bytes
@@ -34,6 +35,7 @@ from engines.artifact import sha256_file
 BACKEND_MODULES = {
     "torch": ("torch",),
     "tensorrt": ("torch", "tensorrt"),
+    "torch-cuda": ("torch",),  # and a CUDA build of it (``runs_on_cuda``, ``EnvInfo.cpu_only_torch``)
     "neuronx": ("torch_neuronx",),
     "neuron": ("torch_neuron",),
 }
@@ -69,6 +71,12 @@ class EnvInfo:
     def version(self, *names: str) -> str | None:
         """The version of the first of ``names`` that is installed."""
         return next((self.distributions[n] for n in names if n in self.distributions), None)
+
+    @property
+    def cpu_only_torch(self) -> str | None:
+        """The installed torch's version when it is PyTorch's CPU-only build (``2.13.0+cpu``)."""
+        torch = self.distributions.get("torch")
+        return torch if torch and torch.endswith("+cpu") else None
 
     @property
     def tensorrt_version(self) -> str | None:
@@ -187,19 +195,30 @@ def staged(s3: Any, layout: L.Layout, archive_head: dict[str, Any]) -> EnvInfo |
     return info
 
 
+def runs_on_cuda(backend: str) -> bool:
+    """Whether ``backend``'s engine scores on an NVIDIA GPU, so its torch must be a CUDA build."""
+    from engines.registry import backends, engine_class
+
+    return backend in backends() and engine_class(backend).device_kind == "cuda"
+
+
 def require_backend(info: EnvInfo | None, backend: str, where: str, label: str = "",
-                    fix: str = "build the GPU environment with `make package-gpu` and stage it") -> None:
+                    fix: str | None = None) -> None:
     """Refuse a ``--backend`` whose libraries the environment lacks, or cannot be shown to have.
 
     ``label`` names what chose the backend in the message (default ``--backend <backend>``);
-    ``fix`` says how to get torch and tensorrt into that environment.
+    ``fix`` says how to get them into that environment (default: the archive to build,
+    emr/gpu_envs.py). A GPU backend also needs torch's CUDA build, not its CPU-only one.
     """
     needed = BACKEND_MODULES.get(backend)
     if not needed:
         return
     label = label or f"--backend {backend}"
-    if backend not in ("torch", "tensorrt"):
+    env = gpu_envs.for_backend(backend)
+    if env is None:
         fix = "run Neuron backends on EMR on EKS (`python -m emr eks-submit`)"
+    elif fix is None:
+        fix = f"build the {env.name} environment with `make {env.make_target}` and stage it"
     if info is None:
         raise EmrError(f"{label} needs {' and '.join(needed)} in the executors' Python, and "
                        f"{where} has no {L.ENV_MANIFEST} to show it has them; {fix}", exit_code=2)
@@ -207,6 +226,9 @@ def require_backend(info: EnvInfo | None, backend: str, where: str, label: str =
     if missing:
         raise EmrError(f"{label} needs {' and '.join(missing)}, which {where} lacks "
                        f"(it has Python {info.python}); {fix}", exit_code=2)
+    if info.cpu_only_torch and runs_on_cuda(backend):
+        raise EmrError(f"{label} needs a CUDA build of torch, and {where} has torch {info.cpu_only_torch}, "
+                       f"PyTorch's CPU-only build; {fix}", exit_code=2)
 
 
 def main(argv: Iterable[str] | None = None) -> int:

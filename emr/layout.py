@@ -9,6 +9,7 @@
     <prefix>/env/accel-scoring-env.json                   what that archive holds (emr/envinfo.py)
     <prefix>/scripts/<name>                               bootstrap and discovery scripts (get_gpus.sh)
     <prefix>/scripts/gpu-requirements.txt                 the CUDA torch + TensorRT pins they install
+    <prefix>/scripts/gpu-torch-requirements.txt           the CUDA torch alone (--backend torch-cuda)
     <prefix>/eks/<name>                                   pod templates for EMR on EKS
     <prefix>/models/<name>/<version>/                     model artifacts (manifest.json + files)
 """
@@ -30,6 +31,7 @@ CACHE_DIR_BOOTSTRAP = "node-cache-dir.sh"
 NEURON_DISCOVERY = "get_neuroncores.py"
 GPU_DISCOVERY = "get_gpus.sh"  # shipped with every application on the GPU clusters (emr/profiles.py)
 GPU_REQUIREMENTS = "gpu-requirements.txt"  # written to dist/ by `python -m emr package` (emr/stacks.py GPU)
+GPU_TORCH_REQUIREMENTS = "gpu-torch-requirements.txt"  # the same, for GPU_TORCH (emr/gpu_envs.py)
 EXECUTOR_POD_TEMPLATE = "executor-pod-template.yaml"
 DRIVER_POD_TEMPLATE = "driver-pod-template.yaml"
 

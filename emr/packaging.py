@@ -16,6 +16,10 @@
 ``dist/gpu-requirements.txt``
     the GPU stack's pins (emr/stacks.py ``GPU``: the CUDA torch and TensorRT), which
     `make package-gpu` and the bootstrap environment install before the wheel.
+``dist/gpu-torch-requirements.txt``
+    that stack's CUDA torch alone (``GPU_TORCH``), the same way for `make package-gpu-torch`
+    and a bootstrap with a ``torch-cuda`` extra: the environment of ``--backend torch-cuda``
+    (emr/gpu_envs.py).
 
 The release line is chosen by ``--release-label`` (default EMR 7's). pyspark itself never goes
 into the archive: the cluster's Spark brings its own, on the executors' PYTHONPATH.
@@ -24,7 +28,8 @@ A venv-pack archive reuses the base interpreter of the machine it was built on (
 link to it) and its compiled wheels must suit the nodes' C library: for EMR 7 build it on
 Amazon Linux 2023 with Python 3.11 (``make package-al2023`` does that in a container), where
 the interpreter is ``/usr/bin/python3.11`` as on the EMR nodes. ``make package-gpu`` builds the
-GPU profiles' archive there too, with the CUDA torch and TensorRT of ``dist/gpu-requirements.txt``.
+GPU profiles' archive there too, with the CUDA torch and TensorRT of ``dist/gpu-requirements.txt``,
+and ``make package-gpu-torch`` with the CUDA torch alone.
 """
 
 from __future__ import annotations
@@ -37,16 +42,17 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
-from emr import envinfo
+from emr import envinfo, gpu_envs
 from emr import layout as L
 from emr.errors import EmrError
+from emr.gpu_envs import GpuEnv
 from emr.releases import DEFAULT, ReleaseLine
-from emr.stacks import GPU, GpuStack
 
 PACKAGES = ("engines", "udfs", "jobs", "emr")
 ENV_DIRNAME = "accel-scoring-env"
 # What the executors' environment holds by default: S3 access, and the single-text tokenizer route
-# (its marker installs it on x86-64 Linux only; udfs/flash_route.py). GPU environments add `gpu`.
+# (its marker installs it on x86-64 Linux only; udfs/flash_route.py). GPU environments add their
+# extra, `gpu` or `torch-cuda` (emr/gpu_envs.py).
 EXECUTOR_EXTRAS = "aws,fast"
 CONSTRAINTS = "accel-scoring-constraints.txt"  # read by emr/docker/Dockerfile.al2023-env too
 _ZIP_DATE = (2020, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip
@@ -111,10 +117,11 @@ def write_constraints(dist: Path, line: ReleaseLine) -> Path:
     return out
 
 
-def write_gpu_requirements(dist: Path, stack: GpuStack = GPU) -> Path:
-    """The GPU stack's pins as a pip requirements file, with a header naming the stack and its indexes."""
+def write_gpu_requirements(dist: Path, env: GpuEnv = gpu_envs.FULL) -> Path:
+    """A GPU environment's pins as a pip requirements file, with a header naming its stack and indexes."""
     dist.mkdir(parents=True, exist_ok=True)
-    out = dist / L.GPU_REQUIREMENTS
+    stack = env.stack
+    out = dist / env.requirements
     indexes = " and ".join(f"{index} ({index.option})" for index in stack.indexes())
     out.write_text(f"# {stack.describe()} (emr/stacks.py); from {indexes} besides the public index\n"
                    f"{stack.requirements()}")
@@ -151,7 +158,8 @@ def planned(dist: Path, *, with_env: bool = True, extras: str = EXECUTOR_EXTRAS,
     items = [f"{dist}/accel_scoring-<version>-py3-none-any.whl (pip wheel, no dependencies)",
              f"{dist / L.PYFILES_ZIP} (the --py-files zip of {', '.join(PACKAGES)})",
              f"{dist / CONSTRAINTS} ({line.name}, Spark {line.spark}: {pins})",
-             f"{dist / L.GPU_REQUIREMENTS} (the GPU stack for make package-gpu and the bootstrap: {GPU.describe()})"]
+             *(f"{dist / env.requirements} (the {env.name} stack for make {env.make_target} and the bootstrap "
+               f"with a {env.extra} extra: {env.stack.describe()})" for env in gpu_envs.ENVS)]
     if with_env:
         items.append(f"{dist / L.ENV_ARCHIVE} (a venv with the wheel[{extras}] under those constraints, "
                      "packed by venv-pack)")
@@ -163,9 +171,10 @@ def build_all(
     repo: Path, dist: Path, *, with_env: bool = True, extras: str = EXECUTOR_EXTRAS, line: ReleaseLine = DEFAULT,
     echo: Callable[[str], None] = print,
 ) -> list[Path]:
-    """The wheel, the zip, the constraints and the GPU pins; with ``with_env`` the archive built under the constraints."""
+    """The wheel, the zip, the constraints and each GPU environment's pins; with ``with_env`` the
+    archive built under the constraints."""
     built = [build_wheel(repo, dist, echo), build_pyfiles_zip(repo, dist / L.PYFILES_ZIP),
-             write_constraints(dist, line), write_gpu_requirements(dist)]
+             write_constraints(dist, line), *(write_gpu_requirements(dist, env) for env in gpu_envs.ENVS)]
     if with_env:
         built.append(build_env_archive(built[0], dist, extras=extras, line=line, echo=echo))
     return built

@@ -16,8 +16,8 @@ from engines.errors import ArtifactError, TargetMismatchError
 from dataclasses import dataclass
 from typing import Mapping
 
-from emr import index_check
-from emr.envinfo import EnvInfo
+from emr import gpu_envs, index_check
+from emr.envinfo import EnvInfo, runs_on_cuda
 from emr.errors import EmrError
 from emr.profiles import GpuProfile
 from emr.releases import ReleaseLine, known, line_of
@@ -87,16 +87,16 @@ def _env_problems(env: EnvInfo, backend: str) -> list[str]:
     if "accel-scoring" not in env.distributions:
         problems.append("the environment has no accel-scoring wheel installed (so none of its dependencies "
                         "either): build it with `make package` or `make package-gpu`")
+    build = f"make {(gpu_envs.for_backend(backend) or gpu_envs.FULL).make_target}"
     missing = env.missing_for(backend)
     if missing:
         problems.append(f"backend {backend} needs {' and '.join(missing)}, which the environment lacks: "
-                        "build it with `make package-gpu`")
-    if backend == "tensorrt" and "torch" in env.modules:
-        torch = env.distributions.get("torch", "")
-        if torch.endswith("+cpu"):
-            problems.append(f"the environment's torch {torch} is a CPU-only build; backend tensorrt needs a CUDA "
-                            "build (`make package-gpu`)")
-        if len(env.cuda_majors) > 1:
+                        f"build it with `{build}`")
+    if runs_on_cuda(backend) and "torch" in env.modules:
+        if env.cpu_only_torch:
+            problems.append(f"the environment's torch {env.cpu_only_torch} is a CPU-only build; backend {backend} "
+                            f"needs a CUDA build (`{build}`)")
+        if backend == "tensorrt" and len(env.cuda_majors) > 1:
             problems.append(f"the environment mixes CUDA {' and '.join(map(str, sorted(env.cuda_majors)))} "
                             "wheels; torch and TensorRT must share one CUDA major (emr/stacks.py)")
     return problems
@@ -116,11 +116,13 @@ def _artifact_problems(manifest: Manifest, backend: str, profile: GpuProfile, en
     except ArtifactError as exc:
         return [str(exc)]
     problems = _env_problems(env, chosen) if backend == "auto" else []
-    if chosen != "tensorrt":
+    if chosen not in ("tensorrt", "torch-cuda"):
         return problems
     cc = compute_capability(profile)
     if cc is None:
         return problems + [f"profile {profile.name} does not name its GPU's compute capability (smXY in {profile.gpu!r})"]
+    if chosen == "torch-cuda":
+        return problems + _torch_cuda_problems(manifest, profile, cc)
     target = dict(manifest.target)
     version = env.tensorrt_version
     if version is None:  # reported as a missing module already; check the GPU alone
@@ -130,6 +132,18 @@ def _artifact_problems(manifest: Manifest, backend: str, profile: GpuProfile, en
     except TargetMismatchError as exc:
         problems.append(f"artifact {manifest.model_id} on profile {profile.name} ({profile.gpu}): {exc}")
     return problems
+
+
+def _torch_cuda_problems(manifest: Manifest, profile: GpuProfile, cc: tuple[int, int]) -> list[str]:
+    """What the torch-cuda engine refuses at load on this GPU (engines/torch_cuda.py), found here."""
+    from engines.torch_cuda import MIN_COMPUTE_CAPABILITY
+
+    need = MIN_COMPUTE_CAPABILITY.get(manifest.precision)
+    if need is None or cc >= need:
+        return []
+    return [f"artifact {manifest.model_id} on profile {profile.name} ({profile.gpu}): this GPU has compute "
+            f"capability {cc[0]}.{cc[1]}; a {manifest.precision} torch-cuda artifact needs >= {need[0]}.{need[1]} "
+            "(compile it with --precision fp16 for this GPU, or pick a profile with a newer GPU)"]
 
 
 @dataclass(frozen=True)
@@ -151,9 +165,11 @@ class Driver:
 
 
 def stack_of(env: EnvInfo) -> GpuStack | None:
-    """The GPU stack (emr/stacks.py) of the environment's one CUDA major; None for a CPU environment or a mix."""
+    """The GPU stack (emr/stacks.py) of the environment's one CUDA major, its torch alone when the
+    environment has no TensorRT; None for a CPU environment or a mix."""
     majors = env.cuda_majors
-    return STACKS.get(next(iter(majors))) if len(majors) == 1 else None
+    stack = STACKS.get(next(iter(majors))) if len(majors) == 1 else None
+    return stack.torch_only() if stack and env.tensorrt_version is None else stack
 
 
 def driver_problems(stack: GpuStack | None, driver: Driver | None) -> list[str]:

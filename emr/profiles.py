@@ -14,6 +14,11 @@ application, so nothing depends on what EMR installs under /usr/lib/spark. ``sta
 other layout: CPU core nodes, GPUs only on task nodes, dynamic allocation on, for jobs that put
 a GPU ResourceProfile on their scoring stage (Spark 4). EMR offers no Inferentia instances, so
 Neuron runs on EMR on EKS (see emr/eks.py).
+
+Every profile runs both GPU backends, each on its environment (emr/gpu_envs.py): ``--backend
+tensorrt`` on the full GPU stack (`make package-gpu`), ``--backend torch-cuda`` on that stack's
+CUDA torch alone (`make package-gpu-torch`); the same driver minimum holds for both. What a
+profile's GPU cannot run (bf16 below compute capability 8.0) emr/preflight.py refuses.
 """
 
 from __future__ import annotations
@@ -101,7 +106,7 @@ def _profiles() -> Mapping[str, GpuProfile]:
         GpuProfile("g4dn", "g4dn.2xlarge", "T4 (sm75)", 1, memory_gib=32, **small,
                    executor_memory_mb=14 * 1024, executor_memory_overhead_mb=6 * 1024,
                    fleet_instance_types=_siblings("g4dn", "4xlarge", "8xlarge"),
-                   description="cheapest; TensorRT >= 10.5 still supports sm75"),
+                   description="cheapest; TensorRT >= 10.5 still supports sm75; fp16 only (bf16 needs sm80)"),
         GpuProfile("g5", "g5.2xlarge", "A10G (sm86)", 1, memory_gib=32, **small,
                    executor_memory_mb=14 * 1024, executor_memory_overhead_mb=6 * 1024,
                    fleet_instance_types=_siblings("g5", "4xlarge", "8xlarge"),

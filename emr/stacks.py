@@ -13,12 +13,14 @@ One place for these external facts, each with its source and the date it was rea
 - ``EXECUTOR_PLATFORM``: the nodes' interpreter and C library, which decide which wheels fit.
 
 ``dist/gpu-requirements.txt`` is written from ``GPU`` by `python -m emr package`
-(emr/packaging.py) for the AL2023 container and the bootstrap action.
+(emr/packaging.py) for the AL2023 container and the bootstrap action, and
+``dist/gpu-torch-requirements.txt`` from ``GPU_TORCH``, the same stack's torch alone
+(emr/gpu_envs.py says which environment each is for).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -103,7 +105,7 @@ class GpuStack:
     cuda_major: int
     build: str  # PyTorch's name for the CUDA build (its index's and its wheels' local tag)
     torch: Pin
-    tensorrt: Pin
+    tensorrt: Pin | None  # None: the torch of a stack alone (``torch_only``)
     # Wheels the tensorrt package installs from NVIDIA's index (on the public index they are
     # wheel-stub sdists that fetch them from there).
     tensorrt_parts: tuple[Pin, ...]
@@ -113,8 +115,12 @@ class GpuStack:
 
     @property
     def pins(self) -> tuple[Pin, ...]:
-        """What gpu-requirements.txt installs, in order."""
-        return (self.torch, self.tensorrt)
+        """What its requirements file installs, in order."""
+        return (self.torch,) if self.tensorrt is None else (self.torch, self.tensorrt)
+
+    def torch_only(self) -> "GpuStack":
+        """This stack without TensorRT: the same torch pin (not a copy of it), the same driver."""
+        return replace(self, tensorrt=None, tensorrt_parts=())
 
     def requirements(self) -> str:
         return "".join(f"{pin.requirement}\n" for pin in self.pins)
@@ -155,6 +161,9 @@ STACKS: Mapping[int, GpuStack] = MappingProxyType({
                 _CUDA_COMPAT + " (CUDA 13.x: driver >= 580)")),
 })
 GPU = STACKS[12]
+# The executors' torch-only environment (--backend torch-cuda): GPU's torch, from the same index,
+# on the same driver minimum, and no TensorRT, so no NVIDIA index.
+GPU_TORCH = GPU.torch_only()
 # tensorrt-cu12 on the public index is a wheel-stub: it downloads the real libraries from the
 # URL in this variable (else from the index its author configured); wheel-stub 0.5.0's
 # wheel_stub/wheel.py reads no other variable.

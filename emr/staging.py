@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from emr import gpu_envs
 from emr import layout as L
 from emr.errors import EmrError
 from emr.s3 import SHA256_METADATA, S3Uri, UploadResult, head, read_bytes, require_object, upload
@@ -69,9 +70,10 @@ def plan_stage(
             plan.append(Upload(manifest, layout.env_manifest, "environment manifest"))
     for name in SCRIPTS:
         add(EMR_DIR / "scripts" / name, layout.script(name), f"script {name}", "part of emr/")
-    # The pins `make package-gpu` installs, for the bootstrap environment (emr/stacks.py GPU).
-    add(dist_dir / L.GPU_REQUIREMENTS, layout.script(L.GPU_REQUIREMENTS), "GPU requirements",
-        "run `make package`")
+    # The pins `make package-gpu` and `make package-gpu-torch` install, for the bootstrap environment.
+    for env in gpu_envs.ENVS:
+        add(dist_dir / env.requirements, layout.script(env.requirements), f"{env.name} requirements",
+            "run `make package`")
     for name in POD_TEMPLATES:
         add(EMR_DIR / "k8s" / name, layout.eks(name), f"pod template {name}", "part of emr/")
     if model_dir is not None:

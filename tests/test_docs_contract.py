@@ -298,7 +298,7 @@ def package_outputs() -> list[str]:
     """What `make package` (emr/packaging.py) leaves in dist/."""
     version = PYPROJECT["project"]["version"]
     return [f"dist/accel_scoring-{version}-py3-none-any.whl", f"dist/{layout.PYFILES_ZIP}",
-            f"dist/{layout.ENV_ARCHIVE}", f"dist/{layout.GPU_REQUIREMENTS}"]
+            f"dist/{layout.ENV_ARCHIVE}", f"dist/{layout.GPU_REQUIREMENTS}", f"dist/{layout.GPU_TORCH_REQUIREMENTS}"]
 
 
 JOB_PARSERS = {"jobs/duplicates.py": duplicates_parser(), "jobs/query_intent.py": query_intent_parser()}

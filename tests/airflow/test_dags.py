@@ -204,6 +204,29 @@ def test_transient_cluster_dag_runs_both_jobs_and_terminates(dagbag, mode, aws, 
         assert argv[argv.index("--cache") + 1] == f"s3://deploy/cache/{name.split('-')[1]}/"
 
 
+def test_transient_cluster_dag_installs_the_torch_only_environment(dagbags, aws, set_variable,
+                                                                   end_on_second_look) -> None:
+    """A Variable for --backend torch-cuda on a bootstrap environment: the cluster installs the CUDA torch
+    alone from the torch index (no NVIDIA index), and its steps run torch-cuda."""
+    import boto3
+
+    url = "https://torch.example.invalid/cu126"
+    jobs = {job: {**spec, "args": ["--backend", "torch-cuda"]} for job, spec in JOBS_SETTINGS.items()}
+    set_variable({"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "jobs": jobs, "python_env": "bootstrap",
+                  "pip_extras": "aws,fast,torch-cuda", "torch_index_url": url})
+    end_on_second_look()
+    run = _dag(dagbags["reschedule"], "accel_scoring_emr").test(logical_date=RUN_DATE)
+    assert str(run.state) == "success", _states(run)
+    cluster_id = _only_cluster()
+    emr = boto3.client("emr")
+    actions = emr.list_bootstrap_actions(ClusterId=cluster_id)["BootstrapActions"]
+    install = [a for a in actions if a["Name"] == "install-python-env"][0]
+    assert install["Args"] == [PREFIX + "package/", "aws,fast,torch-cuda", "/opt/accel-scoring/venv",
+                               PREFIX + "scripts/gpu-torch-requirements.txt", url]
+    for step in emr.list_steps(ClusterId=cluster_id)["Steps"]:
+        assert step["Config"]["Args"][-2:] == ["--backend", "torch-cuda"]
+
+
 def test_failed_step_still_terminates_cluster_and_fails_the_run(dagbag, mode, aws, set_variable,
                                                                 end_on_second_look, inline_triggers) -> None:
     set_variable({"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "jobs": JOBS_SETTINGS})

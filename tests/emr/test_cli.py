@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from emr import packaging
+from emr import gpu_envs, packaging
 from emr.cli import main
 from tests import moto_support
 
@@ -37,7 +37,8 @@ def sources(tmp_path: Path) -> dict[str, Path]:
         d.mkdir(parents=True)
     (dist / "accel_scoring.zip").write_bytes(b"PK zip of engines, udfs, jobs, emr")
     (dist / "accel_scoring-0.1.0-py3-none-any.whl").write_bytes(b"PK wheel")
-    packaging.write_gpu_requirements(dist)
+    for env in gpu_envs.ENVS:
+        packaging.write_gpu_requirements(dist, env)
     with tarfile.open(dist / "accel-scoring-env.tar.gz", "w:gz") as tar:
         info = tarfile.TarInfo("bin/python")
         tar.addfile(info)
@@ -332,6 +333,20 @@ def test_create_cluster_bootstrap_installs_the_staged_gpu_requirements_from_both
     assert requirements["Body"].read() == (staged["dist"] / "gpu-requirements.txt").read_bytes()
 
 
+def test_create_cluster_bootstrap_torch_cuda_installs_the_staged_torch_alone(staged, roles, capsys) -> None:
+    import boto3
+
+    url = "https://torch.example.invalid/cu126"
+    cluster_id = _create_cluster(capsys, "--python-env", "bootstrap", "--pip-extras", "aws,fast,torch-cuda",
+                                 "--torch-index-url", url)
+    actions = boto3.client("emr").list_bootstrap_actions(ClusterId=cluster_id)["BootstrapActions"]
+    install = [a for a in actions if a["Name"] == "install-python-env"][0]
+    assert install["Args"] == [PREFIX + "package/", "aws,fast,torch-cuda", "/opt/accel-scoring/venv",
+                               PREFIX + "scripts/gpu-torch-requirements.txt", url]
+    staged_pins = boto3.client("s3").get_object(Bucket="deploy", Key="accel/v1/scripts/gpu-torch-requirements.txt")
+    assert staged_pins["Body"].read() == (staged["dist"] / "gpu-torch-requirements.txt").read_bytes()
+
+
 def test_create_cluster_bootstrap_gpu_without_indexes_is_refused_before_sending(aws, roles, capsys) -> None:
     aws.recorder.clear()
     code = main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", LOGS,
@@ -470,6 +485,19 @@ def test_profiles_count_each_gpu_once(capsys) -> None:
     assert main(["profiles"]) == 0
     out = capsys.readouterr().out
     assert "8 x A100 (sm80)" in out and "1 x T4 (sm75)" in out and "x 8x" not in out
+
+
+def test_profiles_say_which_environment_runs_which_gpu_backend(capsys) -> None:
+    assert main(["profiles"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2:] == [
+        "every profile runs --backend tensorrt on the GPU environment (make package-gpu, or --python-env bootstrap "
+        "with gpu in --pip-extras): CUDA 12: torch 2.13.0+cu126, tensorrt-cu12 10.16.1.11, on an NVIDIA driver R525 "
+        "or newer",
+        "every profile runs --backend torch-cuda on the torch-only GPU environment (make package-gpu-torch, or "
+        "--python-env bootstrap with torch-cuda in --pip-extras): CUDA 12: torch 2.13.0+cu126, on an NVIDIA driver "
+        "R525 or newer"]
+    assert "g4dn.2xlarge" in lines[0] and lines[0].endswith("fp16 only (bf16 needs sm80)")
 
 
 def _dry_runs(sources: dict[str, Path]) -> dict[str, list[str]]:

@@ -58,6 +58,17 @@ def test_cluster_request_installs_the_bootstrap_gpu_stack_from_the_variables_ind
         cluster_request(bootstrap)
 
 
+def test_cluster_request_installs_the_torch_only_environment_from_the_torch_index_alone() -> None:
+    """The Variable's pip_extras with torch-cuda and torch_index_url alone: the environment of --backend torch-cuda."""
+    url = "https://torch.example.invalid/cu126"
+    settings = {**SETTINGS, "python_env": "bootstrap", "pip_extras": "aws,fast,torch-cuda", "torch_index_url": url}
+    install = cluster_request(settings)["BootstrapActions"][-1]["ScriptBootstrapAction"]
+    assert install["Args"][1:] == ["aws,fast,torch-cuda", "/opt/accel-scoring/venv",
+                                   "s3://deploy/v1/scripts/gpu-torch-requirements.txt", url]
+    with pytest.raises(EmrError, match="--nvidia-index-url is not used by the torch-only GPU stack"):
+        cluster_request({**settings, "nvidia_index_url": "https://nvidia.example.invalid/simple"})
+
+
 def test_steps_for_both_jobs_in_order_with_the_run_date() -> None:
     steps = scoring_steps(SETTINGS, "2026-11-01")
     assert [s["Name"] for s in steps] == ["score-duplicates-2026-11-01", "score-query_intent-2026-11-01"]

@@ -24,5 +24,5 @@ def test_dockerignore_keeps_only_what_the_dockerfiles_copy() -> None:
     assert rules[0] == "*"  # everything else stays out
     kept = {rule[1:] for rule in rules[1:] if rule.startswith("!")}
     assert kept == _copy_sources() == {"dist/accel_scoring-*.whl", "emr/scripts/get_neuroncores.py",
-                                             "dist/gpu-requirements.txt",
+                                             "dist/gpu-requirements.txt", "dist/gpu-torch-requirements.txt",
                                              "dist/accel-scoring-constraints.txt"}

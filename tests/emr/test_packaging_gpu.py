@@ -18,9 +18,10 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from emr import packaging
-from emr.stacks import GPU, STACKS, WHEEL_STUB_INDEX_ENV
-from engines import trt_build
+from emr import gpu_envs, packaging
+from emr.cli import main
+from emr.stacks import GPU, GPU_TORCH, STACKS, WHEEL_STUB_INDEX_ENV
+from engines import torch_cuda, trt_build
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "emr" / "docker"
@@ -64,6 +65,37 @@ def test_torch_pin_is_the_makefiles_torch_built_for_tensorrts_cuda_major(tmp_pat
     assert torch.local[2:-1] == str(GPU.cuda_major) == re.search(r"-cu(\d+)$", GPU.tensorrt.name).group(1)
 
 
+def test_the_torch_only_requirements_are_the_stacks_torch_alone(tmp_path) -> None:
+    """--backend torch-cuda's environment: GPU's torch pin itself (no second copy), its index, its driver."""
+    text = packaging.write_gpu_requirements(tmp_path, gpu_envs.TORCH).read_text()
+    assert text.splitlines()[1:] == ["torch==2.13.0+cu126"]
+    assert text.splitlines()[0] == ("# CUDA 12: torch 2.13.0+cu126, on an NVIDIA driver R525 or newer (emr/stacks.py); "
+                                    "from PyTorch's CUDA 12.6 wheel index (cu126) (--torch-index-url) besides the "
+                                    "public index")
+    assert GPU_TORCH.torch is GPU.torch and GPU_TORCH.driver_min == GPU.driver_min
+    assert (tmp_path / "gpu-torch-requirements.txt").is_file()
+    assert [env.requirements for env in gpu_envs.ENVS] == ["gpu-requirements.txt", "gpu-torch-requirements.txt"]
+
+
+def test_the_torch_cuda_extra_admits_the_pin_and_asks_for_the_engines_torch() -> None:
+    """pyproject cannot import engines/torch_cuda.py: its floor is TORCH_MIN, and the CUDA pin is above it."""
+    req = extra("torch-cuda", "torch")
+    assert [(s.operator, s.version) for s in req.specifier] == [(">=", ".".join(map(str, torch_cuda.TORCH_MIN)))]
+    assert Version(GPU_TORCH.torch.version) in req.specifier
+
+
+def test_package_writes_both_gpu_requirements(tmp_path, capsys) -> None:
+    assert main(["package", "--dist", str(tmp_path), "--dry-run"]) == 0
+    planned = capsys.readouterr().out
+    assert (f"would build {tmp_path}/gpu-torch-requirements.txt (the torch-only GPU stack for make package-gpu-torch "
+            "and the bootstrap with a torch-cuda extra: CUDA 12: torch 2.13.0+cu126, on an NVIDIA driver R525 or "
+            "newer)") in planned.splitlines()
+    assert not list(tmp_path.iterdir())
+    assert main(["package", "--dist", str(tmp_path), "--no-env"]) == 0
+    for env in gpu_envs.ENVS:
+        assert (tmp_path / env.requirements).read_text().split("\n", 1)[1] == env.stack.requirements()
+
+
 def _make(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), *args],
                           capture_output=True, text=True, timeout=60)
@@ -84,6 +116,19 @@ def test_make_package_gpu_runs_the_al2023_container_with_the_gpu_pins() -> None:
     assert ".venv/bin/python -m emr package --dist dist --no-env --release-label emr-spark-8.0.0" in emr8
 
 
+def test_make_package_gpu_torch_runs_the_container_with_the_torch_alone() -> None:
+    """No NVIDIA index: the torch-only archive takes only PyTorch's, and the torch-cuda extra."""
+    done = _make("-n", "package-gpu-torch", "TORCH_INDEX_URL=https://torch.invalid/cu126")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == ".venv/bin/python -m emr package --dist dist --no-env"
+    assert lines[3] == (f"docker run --rm -v {REPO}/dist:/out -e GPU=torch -e EXTRAS=aws,fast,torch-cuda "
+                        '-e TORCH_INDEX_URL="https://torch.invalid/cu126" accel-scoring-env-al2023')
+    stopped = _make("package-gpu-torch")  # really runs: the guard exits before any build
+    assert stopped.returncode != 0
+    assert "make package-gpu-torch needs TORCH_INDEX_URL=... (emr/package.mk)\n" in stopped.stderr
+
+
 def test_make_package_gpu_without_the_indexes_stops_first() -> None:
     done = _make("package-gpu")  # really runs: the guard exits before any build
     assert done.returncode != 0
@@ -91,7 +136,7 @@ def test_make_package_gpu_without_the_indexes_stops_first() -> None:
 
 
 @pytest.mark.parametrize("needle", [
-    "COPY dist/gpu-requirements.txt dist/accel-scoring-constraints.txt /wheels/",
+    "COPY dist/gpu-requirements.txt dist/gpu-torch-requirements.txt dist/accel-scoring-constraints.txt /wheels/",
     "-c /wheels/accel-scoring-constraints.txt",  # the release line's pins (emr/releases.py)
     '--extra-index-url "$TORCH_INDEX_URL" --extra-index-url "$NVIDIA_INDEX_URL"',
     "-r /wheels/gpu-requirements.txt",
@@ -103,6 +148,14 @@ def test_dockerfile_installs_the_pins_first_and_describes_the_archive(needle: st
     assert needle in text
     cmd = text[text.index("CMD "):]
     assert cmd.index("gpu-requirements.txt") < cmd.index("accel_scoring-*.whl") < cmd.index("venv-pack -p")
+
+
+def test_dockerfile_installs_the_torch_alone_from_pytorchs_index_for_gpu_torch() -> None:
+    cmd = (DOCKER / "Dockerfile.al2023-env").read_text().split("CMD ", 1)[1]
+    branch = cmd[cmd.index('elif [ "$GPU" = torch ]'):cmd.index("fi;")]
+    assert '$pip --extra-index-url "$TORCH_INDEX_URL" -r /wheels/gpu-torch-requirements.txt;' in branch
+    assert "NVIDIA" not in branch
+    assert cmd.index("gpu-torch-requirements.txt") < cmd.index("accel_scoring-*.whl")
 
 
 @pytest.mark.parametrize("path", ["emr/docker/Dockerfile.al2023-env", "emr/scripts/install-python-env.sh"])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from emr import envinfo, packaging
+from emr import envinfo, gpu_envs, packaging
 from emr.cli import main
 from emr.cluster import DEFAULT_SERVICE_ROLE
 from emr.profiles import DEFAULT_RELEASE_LABEL
@@ -26,6 +26,7 @@ BASE = {"accel_scoring": "0.1.0", "numpy": "2.2.6", "onnxruntime": "1.23.2", "to
 EMR7_BASE = {**BASE, "numpy": "1.26.4"}  # built under EMR 7's constraints: PySpark 3.5 declares numpy<2
 GPU = {**BASE, "torch": "2.13.0+cu126", "tensorrt_cu12": "10.16.1.11", "tensorrt_cu12_bindings": "10.16.1.11",
        "tensorrt_cu12_libs": "10.16.1.11", "nvidia_cuda_runtime_cu12": "12.6.77"}
+TORCH_ONLY = {**BASE, "torch": "2.13.0+cu126", "nvidia_cuda_runtime_cu12": "12.6.77"}  # make package-gpu-torch
 MODULES = {"torch": "torch", "tensorrt_cu12_bindings": "tensorrt", "tensorrt_cu12_libs": "tensorrt_libs",
            "accel_scoring": "engines", "nvidia_cuda_runtime_cu12": "nvidia"}
 
@@ -72,8 +73,12 @@ def write_artifact(folder: Path, backend: str = "tensorrt", **target: object) ->
                      "precision": "fp16", "opset": 18},
         "neuronx": {"device": "neuron", "runtime": "torch-neuronx", "version": "2.9.0", "instance": "inf2"},
         "onnx": {"device": "cpu", "runtime": "onnxruntime", "opset": 18},
+        "torch-cuda": {"device": "cuda", "runtime": "torch", "torch_min": "2.1", "precision": "fp16",
+                       "min_compute_capability": [7, 5]},
     }
-    files = {"model.onnx": "0" * 64} if backend != "neuronx" else {"neuronx/b8_s128.pt": "0" * 64}
+    files = {"neuronx": {"neuronx/b8_s128.pt": "0" * 64},
+             "torch-cuda": {"torch/model.json": "0" * 64, "torch/weights.pt": "1" * 64}}.get(backend,
+                                                                                         {"model.onnx": "0" * 64})
     manifest = {"format_version": 1, "name": f"pairs-{backend}", "version": "1", "task": "pair-classification",
                 "backend": backend, "max_seq_len": 128, "buckets": [[8, 128]], "files": files,
                 "labels": ["different", "duplicate"], "precision": target.pop("precision", "fp16"),
@@ -259,6 +264,78 @@ def test_cpu_torch_and_mixed_cuda_majors(tmp_path, capsys) -> None:
     assert code == 1 and "mixes CUDA 12 and 13 wheels" in problems(lines)[0]
 
 
+TORCH_STACK_LINE = ("stack: CUDA 12: torch 2.13.0+cu126, on an NVIDIA driver R525 or newer (emr/stacks.py; "
+                    "`make package-gpu-torch` and the bootstrap install it)")
+
+
+def test_the_torch_only_environment_runs_torch_cuda_not_tensorrt(tmp_path, capsys) -> None:
+    archive = str(make_archive(tmp_path / "env.tar.gz", TORCH_ONLY))
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", archive, "--backend", "torch-cuda")
+    assert code == 0, lines
+    assert lines[0] == TORCH_STACK_LINE
+    assert lines[-1] == (f"preflight OK: profile g5 (A10G (sm86)), {DEFAULT_RELEASE_LABEL}, Python 3.11 environment "
+                         "with torch 2.13.0+cu126")
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", archive, "--backend", "tensorrt")
+    assert code == 1 and lines[0] == STACK_LINE
+    assert problems(lines) == ["problem: backend tensorrt needs tensorrt, which the environment lacks: build it with "
+                               "`make package-gpu`"]
+    full = str(make_archive(tmp_path / "full.tar.gz", GPU))  # the full stack holds torch-cuda's torch too
+    assert preflight(capsys, "--profile", "g5", "--env-archive", full, "--backend", "torch-cuda")[0] == 0
+
+
+def test_torch_cuda_needs_torch_and_its_cuda_build(tmp_path, capsys) -> None:
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(make_archive(tmp_path / "cpu.tar.gz", BASE)),
+                            "--backend", "torch-cuda")
+    assert code == 1 and problems(lines) == [
+        "problem: backend torch-cuda needs torch, which the environment lacks: build it with `make package-gpu-torch`"]
+    cpu_torch = make_archive(tmp_path / "cpu-torch.tar.gz", {**BASE, "torch": "2.13.0+cpu"})
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(cpu_torch), "--backend", "torch-cuda")
+    assert code == 1 and problems(lines) == [
+        "problem: the environment's torch 2.13.0+cpu is a CPU-only build; backend torch-cuda needs a CUDA build "
+        "(`make package-gpu-torch`)"]
+
+
+def test_the_driver_check_holds_for_the_torch_only_environment(tmp_path, capsys) -> None:
+    archive = str(make_archive(tmp_path / "env.tar.gz", TORCH_ONLY))
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", archive, "--backend", "torch-cuda",
+                            "--driver-version", "470.256.02")
+    assert code == 1 and problems(lines) == [
+        "problem: NVIDIA driver 470.256.02 (--driver-version) cannot run the environment's CUDA 12: torch "
+        "2.13.0+cu126, on an NVIDIA driver R525 or newer: run on nodes with driver R525 or newer (another EMR "
+        "release or a custom AMI)"]
+    assert preflight(capsys, "--profile", "g5", "--env-archive", archive, "--backend", "torch-cuda",
+                     "--driver-version", "525.147.05")[0] == 0
+
+
+@pytest.mark.parametrize("backend", ["auto", "torch-cuda"])
+def test_a_bf16_torch_cuda_artifact_is_refused_on_a_t4(tmp_path, capsys, backend) -> None:
+    """engines/torch_cuda.py MIN_COMPUTE_CAPABILITY: bf16 needs 8.0; the worker would refuse it at load."""
+    archive = str(make_archive(tmp_path / "env.tar.gz", TORCH_ONLY))
+    bf16 = str(write_artifact(tmp_path / "bf16", "torch-cuda", precision="bf16", min_compute_capability=[8, 0]))
+    code, lines = preflight(capsys, "--profile", "g4dn", "--env-archive", archive, "--model", bf16, "--backend", backend)
+    assert code == 1
+    assert problems(lines) == [
+        "problem: artifact pairs-torch-cuda@1 on profile g4dn (T4 (sm75)): this GPU has compute capability 7.5; a "
+        "bf16 torch-cuda artifact needs >= 8.0 (compile it with --precision fp16 for this GPU, or pick a profile "
+        "with a newer GPU)"]
+    assert lines[0] == TORCH_STACK_LINE
+    for profile in ("g5", "p4d"):
+        assert preflight(capsys, "--profile", profile, "--env-archive", archive, "--model", bf16,
+                         "--backend", backend)[0] == 0
+    fp16 = str(write_artifact(tmp_path / "fp16", "torch-cuda"))
+    code, lines = preflight(capsys, "--profile", "g4dn", "--env-archive", archive, "--model", fp16, "--backend", backend)
+    assert code == 0, lines
+    assert lines[-1].endswith("artifact pairs-torch-cuda@1 (torch-cuda)")
+
+
+def test_auto_takes_a_torch_cuda_artifacts_environment_needs(tmp_path, capsys) -> None:
+    model = str(write_artifact(tmp_path / "pairs-torch-cuda", "torch-cuda"))
+    code, lines = preflight(capsys, "--profile", "g5", "--env-archive", str(make_archive(tmp_path / "e.tar.gz", BASE)),
+                            "--model", model)
+    assert code == 1 and problems(lines) == [
+        "problem: backend torch-cuda needs torch, which the environment lacks: build it with `make package-gpu-torch`"]
+
+
 def test_missing_inputs_are_usage_errors(tmp_path, capsys) -> None:
     assert main(["preflight", "--profile", "g5", "--env-archive", str(tmp_path / "none.tar.gz")]) == 2
     assert "no environment archive at" in capsys.readouterr().err
@@ -307,7 +384,8 @@ def _stage(s3, dist: Path, archive_dists: dict[str, str], *, manifest: bool = Tr
     """Build an archive (and its manifest, or none) into ``dist`` and stage it."""
     for name in ("accel_scoring.zip", "accel_scoring-0.1.0-py3-none-any.whl"):
         (dist / name).write_bytes(b"PK")
-    packaging.write_gpu_requirements(dist)
+    for env in gpu_envs.ENVS:
+        packaging.write_gpu_requirements(dist, env)
     archive = make_archive(dist / "accel-scoring-env.tar.gz", archive_dists)
     envinfo.manifest_path(archive).unlink(missing_ok=True)
     if manifest:
@@ -400,6 +478,59 @@ def test_create_cluster_warns_when_tensorrt_steps_would_be_refused(cluster, s3, 
     assert "warning: --backend tensorrt needs torch and tensorrt" in capsys.readouterr().err
 
 
+def test_create_cluster_takes_a_torch_only_archive_without_warning(cluster, s3, tmp_path, capsys) -> None:
+    """It runs --backend torch-cuda, so GPU steps can run on the cluster: nothing to warn about."""
+    _stage(s3, tmp_path / "dist", TORCH_ONLY)
+    capsys.readouterr()
+    assert main(["create-cluster", "--profile", "g5", "--prefix", PREFIX, "--log-uri", "s3://deploy/logs/"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_add_step_runs_torch_cuda_on_the_torch_only_environment(cluster, s3, tmp_path, capsys) -> None:
+    _stage(s3, tmp_path / "dist", TORCH_ONLY)
+    capsys.readouterr()
+    assert _add_step(cluster, "torch-cuda") == 0
+    assert _add_step(cluster, "tensorrt") == 2
+    assert capsys.readouterr().err.endswith(
+        "error: --backend tensorrt needs tensorrt, which s3://deploy/accel/v1/env/accel-scoring-env.tar.gz lacks (it "
+        "has Python 3.11); build the GPU environment with `make package-gpu` and stage it\n")
+    assert len(_steps(cluster)) == 1
+
+
+@pytest.mark.parametrize("dists, message", [
+    (BASE, "error: --backend torch-cuda needs torch, which s3://deploy/accel/v1/env/accel-scoring-env.tar.gz lacks "
+           "(it has Python 3.11); build the torch-only GPU environment with `make package-gpu-torch` and stage it\n"),
+    ({**BASE, "torch": "2.13.0+cpu"},
+     "error: --backend torch-cuda needs a CUDA build of torch, and s3://deploy/accel/v1/env/accel-scoring-env.tar.gz "
+     "has torch 2.13.0+cpu, PyTorch's CPU-only build; build the torch-only GPU environment with "
+     "`make package-gpu-torch` and stage it\n"),
+])
+def test_add_step_refuses_torch_cuda_without_a_cuda_torch(cluster, s3, tmp_path, capsys, dists, message) -> None:
+    _stage(s3, tmp_path / "dist", dists)
+    capsys.readouterr()
+    assert _add_step(cluster, "torch-cuda") == 2
+    assert capsys.readouterr().err == message
+    assert _steps(cluster) == []
+
+
+def test_add_step_resolves_auto_to_a_torch_cuda_artifacts_needs(cluster, s3, tmp_path, capsys) -> None:
+    _stage(s3, tmp_path / "dist", BASE)
+    manifest = write_artifact(tmp_path / "pairs-torch-cuda", "torch-cuda") / "manifest.json"
+    s3.put_object(Bucket="deploy", Key="accel/v1/models/pairs-trt/1/manifest.json", Body=manifest.read_bytes())
+    capsys.readouterr()
+    assert _add_step(cluster, None) == 2
+    assert capsys.readouterr().err.startswith(
+        "error: --backend auto (artifact s3://deploy/accel/v1/models/pairs-trt/1/ is a torch-cuda build) needs torch, "
+        "which s3://deploy/accel/v1/env/accel-scoring-env.tar.gz lacks")
+
+
+def test_add_step_dry_run_says_what_torch_cuda_needs(capsys) -> None:
+    assert main(["add-step", "--cluster-id", "j-ANY", "--prefix", PREFIX, "--job", "duplicates", "--input", "s3://d/p/",
+                 "--output", "s3://d/o/", "--model", PREFIX + "models/m/1/", "--run-date", "2026-11-01", "--dry-run",
+                 "--", "--backend", "torch-cuda"]) == 0
+    assert "would check that s3://deploy/accel/v1/env/accel-scoring-env.tar.gz has torch\n" in capsys.readouterr().out
+
+
 # --- the bootstrap environment: torch and tensorrt from gpu-requirements.txt and two indexes -----
 
 INDEXES = ("--torch-index-url", "https://torch.example.invalid/cu126",
@@ -416,6 +547,21 @@ def test_preflight_knows_the_bootstrap_gpu_environment(tmp_path, capsys) -> None
     code, lines = preflight(capsys, "--profile", "g5", "--python-env", "bootstrap", "--pip-extras", "aws",
                             "--backend", "tensorrt")
     assert code == 1 and "backend tensorrt needs torch and tensorrt" in problems(lines)[0]
+
+
+def test_preflight_knows_the_bootstrap_torch_only_environment(tmp_path, capsys) -> None:
+    model = str(write_artifact(tmp_path / "pairs-torch-cuda", "torch-cuda"))
+    torch_only = ("--python-env", "bootstrap", "--pip-extras", "aws,fast,torch-cuda", *INDEXES[:2])
+    code, lines = preflight(capsys, "--profile", "g5", *torch_only, "--model", model)
+    assert (code, lines[0], lines[-1]) == (0, TORCH_STACK_LINE, (
+        "preflight OK: profile g5 (A10G (sm86)), emr-spark-8.1.0, Python 3.11 environment with torch 2.13.0+cu126, "
+        "artifact pairs-torch-cuda@1 (torch-cuda)"))
+    code, lines = preflight(capsys, "--profile", "g5", *torch_only, "--backend", "tensorrt")
+    assert code == 1 and problems(lines) == ["problem: backend tensorrt needs tensorrt, which the environment lacks: "
+                                             "build it with `make package-gpu`"]
+    code, lines = preflight(capsys, "--profile", "g5", "--python-env", "bootstrap", "--pip-extras", "aws",
+                            "--backend", "torch-cuda")
+    assert code == 1 and problems(lines)[0].endswith("build it with `make package-gpu-torch`")
 
 
 def test_preflight_refuses_a_bootstrap_gpu_environment_without_indexes(capsys) -> None:
@@ -441,11 +587,27 @@ def test_add_step_runs_tensorrt_on_a_bootstrap_gpu_cluster(cluster, s3, tmp_path
     assert _add_step(cpu_cluster, "tensorrt", "--python-env", "bootstrap") == 2
     assert capsys.readouterr().err == (
         f"error: --backend tensorrt needs torch and tensorrt, which cluster {cpu_cluster}'s bootstrap environment "
-        "lacks (it has Python 3.11); create the cluster with --python-env bootstrap --pip-extras aws,gpu "
+        "lacks (it has Python 3.11); create the cluster with --python-env bootstrap --pip-extras aws,fast,gpu "
         "--torch-index-url URL --nvidia-index-url URL\n")
     assert _add_step(cluster, "tensorrt", "--python-env", "bootstrap") == 2  # an archive cluster
     assert "has no install-python-env bootstrap action" in capsys.readouterr().err
     assert _steps(cpu_cluster) == [] and _steps(cluster) == []
+
+
+def test_add_step_runs_torch_cuda_on_a_bootstrap_torch_only_cluster(cluster, s3, tmp_path, capsys) -> None:
+    _stage(s3, tmp_path / "dist", BASE)
+    torch_cluster = _bootstrap_cluster(capsys, "--pip-extras", "aws,fast,torch-cuda", *INDEXES[:2])
+    assert _add_step(torch_cluster, "torch-cuda", "--python-env", "bootstrap") == 0
+    assert _add_step(torch_cluster, "tensorrt", "--python-env", "bootstrap") == 2
+    assert capsys.readouterr().err == (
+        f"error: --backend tensorrt needs tensorrt, which cluster {torch_cluster}'s bootstrap environment lacks (it "
+        "has Python 3.11); create the cluster with --python-env bootstrap --pip-extras aws,fast,gpu --torch-index-url "
+        "URL --nvidia-index-url URL\n")
+    cpu_cluster = _bootstrap_cluster(capsys, "--pip-extras", "aws")
+    assert _add_step(cpu_cluster, "torch-cuda", "--python-env", "bootstrap") == 2
+    assert capsys.readouterr().err.endswith(
+        "create the cluster with --python-env bootstrap --pip-extras aws,fast,torch-cuda --torch-index-url URL\n")
+    assert len(_steps(torch_cluster)) == 1 and _steps(cpu_cluster) == []
 
 
 # --- --online: the indexes CI cannot reach, as local PEP 503 indexes here ------------------------

@@ -175,11 +175,34 @@ def test_bootstrap_without_a_gpu_extra_installs_only_the_wheel() -> None:
         ["s3://deploy/accel/v1/package/", "aws", "/opt/accel-scoring/venv"]
 
 
+def test_bootstrap_with_torch_cuda_installs_the_torch_alone_from_pytorchs_index() -> None:
+    """The torch-only environment (--backend torch-cuda): its own requirements file, one index, no NVIDIA's."""
+    torch_only = BootstrapEnv("aws,fast,torch-cuda", TORCH_INDEX)
+    request = build_run_job_flow_request(get_profile("g5"), LAYOUT, ClusterSettings(
+        "c", "s3://logs/", python_env="bootstrap", bootstrap_env=torch_only))
+    _validate("emr", "RunJobFlow", request)
+    args = request["BootstrapActions"][-1]["ScriptBootstrapAction"]["Args"]
+    assert args == ["s3://deploy/accel/v1/package/", "aws,fast,torch-cuda", "/opt/accel-scoring/venv",
+                    "s3://deploy/accel/v1/scripts/gpu-torch-requirements.txt", TORCH_INDEX]
+    assert BootstrapEnv.from_script_args(args) == torch_only
+    info = torch_only.info()
+    assert info.modules == ("torch",) and info.distributions["torch"] == "2.13.0+cu126"
+    assert "tensorrt-cu12" not in info.distributions
+    both = BootstrapEnv("aws,gpu,torch-cuda", TORCH_INDEX, NVIDIA_INDEX)  # gpu's stack holds torch-cuda's torch
+    assert both.script_args(LAYOUT)[3:] == ["s3://deploy/accel/v1/scripts/gpu-requirements.txt", TORCH_INDEX,
+                                            NVIDIA_INDEX]
+
+
 @pytest.mark.parametrize("settings, message", [
     ({"python_env": "bootstrap"}, "--pip-extras aws,gpu needs --torch-index-url and --nvidia-index-url"),
     ({"python_env": "bootstrap", "bootstrap_env": BootstrapEnv("aws,gpu", TORCH_INDEX)}, "needs --torch-index-url"),
     ({"python_env": "bootstrap", "bootstrap_env": BootstrapEnv("aws", TORCH_INDEX, NVIDIA_INDEX)},
-     "add gpu to --pip-extras aws"),
+     "add gpu or torch-cuda to --pip-extras aws"),
+    ({"python_env": "bootstrap", "bootstrap_env": BootstrapEnv("aws,torch-cuda")},
+     "--pip-extras aws,torch-cuda needs --torch-index-url: the torch-only GPU stack .CUDA 12: torch 2.13.0.cu126, "
+     "on an NVIDIA driver R525 or newer. comes from PyTorch's CUDA 12.6 wheel index"),
+    ({"python_env": "bootstrap", "bootstrap_env": BootstrapEnv("aws,torch-cuda", TORCH_INDEX, NVIDIA_INDEX)},
+     "--nvidia-index-url is not used by the torch-only GPU stack of --pip-extras aws,torch-cuda; add gpu"),
     ({"bootstrap_env": GPU_ENV}, "are for --python-env bootstrap"),
 ])
 def test_bootstrap_gpu_stack_needs_both_indexes(settings: dict, message: str) -> None:

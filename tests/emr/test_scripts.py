@@ -77,3 +77,17 @@ def test_install_python_env_without_requirements_installs_only_the_wheel(tmp_pat
     assert [c.split(" TMP")[0] for c in calls[1:]] == [
         "pip install --no-cache-dir --upgrade pip WHEEL_STUB_PIP_INDEX_URL=", "pip install --no-cache-dir"]
     assert calls[-1].endswith("accel_scoring-0.1.0-py3-none-any.whl[aws] WHEEL_STUB_PIP_INDEX_URL=")
+
+
+def test_install_python_env_installs_the_torch_alone_from_pytorchs_index(tmp_path) -> None:
+    """A torch-cuda extra: gpu-torch-requirements.txt from the torch index, no NVIDIA index at all."""
+    calls = _run_install(tmp_path, "aws,fast,torch-cuda", "s3://deploy/accel/v1/scripts/gpu-torch-requirements.txt",
+                         "https://torch.example.invalid/cu126")
+    work = calls[0].rsplit(" ", 1)[1]
+    assert calls[2:] == [
+        f"aws s3 cp s3://deploy/accel/v1/scripts/gpu-torch-requirements.txt {work}gpu-torch-requirements.txt",
+        "pip install --no-cache-dir --extra-index-url https://torch.example.invalid/cu126 "
+        f"-r {work}gpu-torch-requirements.txt WHEEL_STUB_PIP_INDEX_URL=",
+        f"pip install --no-cache-dir {work}accel_scoring-0.1.0-py3-none-any.whl[aws,fast,torch-cuda] "
+        "WHEEL_STUB_PIP_INDEX_URL=",
+    ]
