@@ -153,7 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     req = p.add_argument_group("Required arguments")
     req.add_argument("--model", required=True, type=Path, help="Hugging Face model folder (config, weights, tokenizer)")
     req.add_argument("--task", required=True, choices=artifact.TASKS)
-    req.add_argument("--out", required=True, type=Path, help="artifact folder to write (an earlier artifact there is replaced; any other folder of files is refused)")
+    req.add_argument("--out", required=True, type=Path,
+                     help="artifact folder to write (an earlier artifact there is replaced; any other folder of files "
+                          "is refused)")
     opt = p.add_argument_group("Optional arguments")
     engines = [registry.engine_class(b) for b in registry.backends()]
     opt.add_argument("--backend", default="onnx", choices=registry.backends(),
