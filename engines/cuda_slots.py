@@ -37,3 +37,22 @@ class Slot:
             if name not in self.dev or self.dev[name].numel() < size:
                 self.host[name] = torch.empty(size, dtype=dtypes[name], pin_memory=True)
                 self.dev[name] = torch.empty(size, dtype=dtypes[name], device=self.device)
+
+
+class Pending:
+    """A batch in flight in a slot: `result()` waits for it once and reads its output (`read`)."""
+
+    def __init__(self, slot: Slot):
+        self.slot = slot
+        self._value = None
+
+    def result(self):
+        if self._value is None:
+            self.slot.done.synchronize()
+            self._value = self.read()
+            self.slot.pending = None
+        return self._value
+
+    def read(self):
+        """The batch's output from the slot's host buffers, as a numpy array of its own."""
+        raise NotImplementedError

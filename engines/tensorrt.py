@@ -27,7 +27,7 @@ import numpy as np
 from engines import parity, trt_build
 from engines.artifact import sha256_file
 from engines.base import Device, Engine, EngineSpec
-from engines.cuda_slots import Slot
+from engines.cuda_slots import Pending, Slot
 from engines.errors import EngineCallError, EngineUnavailableError, ParityError, TargetMismatchError
 from engines.hardware import cuda_ordinal, local_gpus, number_gpus_like_nvidia_smi
 
@@ -98,19 +98,15 @@ def aligned(elements: int, itemsize: int) -> int:
     return -(-elements // step) * step
 
 
-class _Pending:
+class _Pending(Pending):
     def __init__(self, slot: Slot, output: str, parts: list[tuple[int, int]], stride: int, width: int):
-        self.slot, self.output, self.parts, self.stride, self.width = slot, output, parts, stride, width
-        self._value = None
+        super().__init__(slot)
+        self.output, self.parts, self.stride, self.width = output, parts, stride, width
 
-    def result(self) -> np.ndarray:
-        if self._value is None:
-            self.slot.done.synchronize()
-            flat = self.slot.host[self.output]
-            rows = [flat[k * self.stride:k * self.stride + n * self.width] for k, (_, n) in enumerate(self.parts)]
-            self._value = self.slot.torch.cat(rows).reshape(-1, self.width).float().numpy().copy()
-            self.slot.pending = None
-        return self._value
+    def read(self) -> np.ndarray:
+        flat = self.slot.host[self.output]
+        rows = [flat[k * self.stride:k * self.stride + n * self.width] for k, (_, n) in enumerate(self.parts)]
+        return self.slot.torch.cat(rows).reshape(-1, self.width).float().numpy().copy()
 
 
 class TensorRTEngine(Engine):

@@ -28,7 +28,7 @@ import numpy as np
 
 from engines import parity
 from engines.base import Device, Done, Engine
-from engines.cuda_slots import Slot
+from engines.cuda_slots import Pending, Slot
 from engines.errors import EngineUnavailableError, ParityError, TargetMismatchError
 from engines.hardware import cuda_ordinal, local_gpus, number_gpus_like_nvidia_smi
 
@@ -57,19 +57,15 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split("+")[0].split(".")[:2] if p.isdigit())
 
 
-class _Pending:
+class _Pending(Pending):
     """A batch in flight: its output lands in the slot's pinned host buffer."""
 
     def __init__(self, slot: Slot, rows: int, width: int):
-        self.slot, self.rows, self.width = slot, rows, width
-        self._value = None
+        super().__init__(slot)
+        self.rows, self.width = rows, width
 
-    def result(self) -> np.ndarray:
-        if self._value is None:
-            self.slot.done.synchronize()
-            self._value = self.slot.host["output"][:self.rows * self.width].view(self.rows, self.width).numpy().copy()
-            self.slot.pending = None
-        return self._value
+    def read(self) -> np.ndarray:
+        return self.slot.host["output"][:self.rows * self.width].view(self.rows, self.width).numpy().copy()
 
 
 class TorchCudaEngine(Engine):
