@@ -86,7 +86,7 @@ def test_the_torch_cuda_extra_admits_the_pin_and_asks_for_the_engines_torch() ->
 
 def test_package_writes_both_gpu_requirements(tmp_path, capsys) -> None:
     assert main(["package", "--dist", str(tmp_path), "--dry-run"]) == 0
-    planned = capsys.readouterr().out
+    planned = capsys.readouterr().err  # dry-run prose goes to stderr, JSON alone to stdout
     assert (f"would build {tmp_path}/gpu-torch-requirements.txt (the torch-only GPU stack for make package-gpu-torch "
             "and the bootstrap with a torch-cuda extra: CUDA 12: torch 2.13.0+cu126, on an NVIDIA driver R525 or "
             "newer)") in planned.splitlines()

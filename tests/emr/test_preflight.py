@@ -528,7 +528,7 @@ def test_add_step_dry_run_says_what_torch_cuda_needs(capsys) -> None:
     assert main(["add-step", "--cluster-id", "j-ANY", "--prefix", PREFIX, "--job", "duplicates", "--input", "s3://d/p/",
                  "--output", "s3://d/o/", "--model", PREFIX + "models/m/1/", "--run-date", "2026-11-01", "--dry-run",
                  "--", "--backend", "torch-cuda"]) == 0
-    assert "would check that s3://deploy/accel/v1/env/accel-scoring-env.tar.gz has torch\n" in capsys.readouterr().out
+    assert "would check that s3://deploy/accel/v1/env/accel-scoring-env.tar.gz has torch\n" in capsys.readouterr().err
 
 
 # --- the bootstrap environment: torch and tensorrt from gpu-requirements.txt and two indexes -----
