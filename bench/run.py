@@ -600,6 +600,9 @@ def main(argv: list[str] | None = None) -> int:
         from bench import incremental  # its own Spark session and files: incremental.json, .md, .png
 
         incremental.run(args.quick, args.out, args.work, args.cores)
+        from bench import scale  # a cold spark-submit per run: scale.json, .md, .png
+
+        scale.run(args.quick, args.out, args.work / "scale")
     return 0
 
 

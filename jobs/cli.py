@@ -137,7 +137,9 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     opt.add_argument("--max-seq-len", type=positive_int, default=None, help="truncate inputs to this many tokens; default: the artifact's")
     opt.add_argument("--max-invalid-fraction", type=_fraction, default=0.01,
                      help="exit 1 (after writing everything) if more rows than this are invalid or failed; default: 0.01")
-    opt.add_argument("--num-partitions", type=positive_int, default=None, help="repartition the input first; default: keep the input's")
+    opt.add_argument("--num-partitions", type=positive_int, default=None, help="score in N tasks (the input repartitioned first); default: at least the cores Spark has, "
+                          "at most 250,000 rows a task, the input's own partitions where they already hold the "
+                          "rows evenly (jobs/partitioning.py)")
     opt.add_argument("--arrow-batch-rows", type=positive_int, default=4096,
                      help="rows per Arrow batch handed to a worker (length sorting happens within it); default: 4096")
     opt.add_argument("--device", default=None, help=f"{device_forms()} when Spark assigns no resource; default: cpu")

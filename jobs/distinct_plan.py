@@ -8,7 +8,10 @@ A unit is a cross-encoder's pair, a classifier's query, or one side of a bi-enco
 (udfs/units.py), so a product that appears in many candidate pairs is embedded once. The keyed
 rows and the distinct units are persisted: three Spark jobs read them (the count that sizes the
 progress bar, the scoring, the join back), and none may run the workers' Python twice. So are a
-bi-encoder's scored units, which the join back reads once per side.
+bi-encoder's scored units, which the join back reads once per side. All three are persisted on
+the executors' local disks (DISK_ONLY), written and read as streams: held in memory
+(MEMORY_AND_DISK), a million pairs ran local[2] out of a 2 GB heap, and 2,000,000 on disk peak
+within 3% of 200,000 (bench/results/scale.md). The join back carries ids and keys, not texts.
 """
 from __future__ import annotations
 
@@ -44,7 +47,7 @@ class DistinctPlan:
         self.workload, self.manifest = workload, manifest
         self.spec = UnitSpec(manifest.task, max_seq_len, getattr(workload, "top_k", None))
         keyer = Keyer(workload, self.spec)
-        self.keyed = df.mapInPandas(keyer, keyer.ddl()).persist(StorageLevel.MEMORY_AND_DISK)
+        self.keyed = df.mapInPandas(keyer, keyer.ddl()).persist(StorageLevel.DISK_ONLY)
         sides = [self.keyed.where(F.col(key_column(s)).isNotNull())
                  .select(F.col(key_column(s)).alias("_key"), *(F.col(c).alias(n) for c, n in
                                                                zip(text_columns(s), ("_a", "_b"))))
@@ -52,7 +55,9 @@ class DistinctPlan:
         units = sides[0]
         for other in sides[1:]:
             units = units.unionByName(other)
-        units = units.dropDuplicates(["_key"])
+        # Hash-partitioned by key into the run's scoring tasks before the distinct, which then needs no
+        # shuffle of its own, and the scoring stage reads the persisted units in those partitions.
+        units = units.repartition(partitions, "_key").dropDuplicates(["_key"])
         self.cached = None
         if cache:
             entries = cache.entries(cache.markers())  # this run's snapshot of the cache
@@ -61,10 +66,9 @@ class DistinctPlan:
             units = units.join(keys, "_key", "left")
         else:
             units = units.withColumn("_cached_tokens", F.lit(None).cast("long"))
-        self.units = units.persist(StorageLevel.MEMORY_AND_DISK)
+        self.units = units.persist(StorageLevel.DISK_ONLY)
         if cache:
             self.cached = entries.join(self.used_keys(), "_key", "left_semi").dropDuplicates(["_key"])
-        self.partitions = partitions
         self.persisted: list[DataFrame] = []
 
     def count(self) -> UnitCounts:
@@ -85,13 +89,13 @@ class DistinctPlan:
         if not counts.to_score:  # everything cached: no engine is loaded at all
             return spark.createDataFrame([], scoring.output_ddl())
         todo = self.units.where(F.col("_cached_tokens").isNull()).select("_key", "_a", "_b")
-        scored = observe(resources.map_in_arrow(todo.repartition(self.partitions, "_key"), Scorer(spec, scoring),
+        scored = observe(resources.map_in_arrow(todo, Scorer(spec, scoring),
                                                  output_ddl(scoring))).drop(*METRIC_COLUMNS)
         if staging:
             scored.write.parquet(staging)
             return spark.read.schema(scoring.output_ddl()).parquet(staging)
         if len(self.spec.slots) > 1:
-            scored = scored.persist(StorageLevel.MEMORY_AND_DISK)
+            scored = scored.persist(StorageLevel.DISK_ONLY)
             self.persisted.append(scored)
         return scored
 
@@ -107,7 +111,8 @@ class DistinctPlan:
             results = results.unionByName(self.cached.select(
                 "_key", *value_cols, "truncated", F.lit(None).cast("string").alias("error"),
                 F.lit(self.manifest.model_id).alias("_model"), F.lit(True).alias("_from_cache")))
-        rows = self.keyed
+        # The texts stay behind: the join back shuffles each row's id, status and keys only.
+        rows = self.keyed.select(self.workload.id_column, INVALID, *(key_column(s) for s in self.spec.slots))
         for slot in self.spec.slots:
             r = results.select(*(F.col(c).alias(f"_r_{slot}_{c}") for c in results.columns))
             rows = rows.join(r, rows[key_column(slot)] == r[f"_r_{slot}__key"], "left")

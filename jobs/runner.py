@@ -18,7 +18,7 @@ from engines import hardware, registry
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
 from engines.store import open_manifest
-from jobs import console, hfs, io, paths, report, stage_resources, summary_text, timeline
+from jobs import console, hfs, io, partitioning, paths, report, stage_resources, summary_text, timeline
 from jobs.cli import JobConfig
 from jobs.cost import run_cost
 from jobs.progress import Progress, WorkerFailed
@@ -141,6 +141,8 @@ def dedup_level(cfg: JobConfig, manifest: Manifest) -> str:
 
 
 def run(cfg: JobConfig, workload, app_name: str) -> int:
+    from pyspark.sql import functions as F
+
     t_start = time.time()
     out_stream = console.attach()
     try:
@@ -173,34 +175,45 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         raw = io.read_input(spark, cfg.input, cfg.input_format)
         fields_absent = io.absent_fields(raw, workload)
         df = io.prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
-        rows_in = raw.count()
+        # Rows per input partition: for Parquet, read from the files' footers, like a count.
+        partition_rows = [r[0] for r in raw.groupBy(F.spark_partition_id()).count().select("count").collect()]
     except io.InputError as e:
         return _fail(2, str(e))
     except Exception as e:  # noqa: BLE001 - corrupt or unreadable files surface only when Spark reads them
         return _fail(2, f"cannot read --input {cfg.input}: {io.first_line(e)}")
+    rows_in = sum(partition_rows)
+    layout = partitioning.decide(partition_rows, spark.sparkContext.defaultParallelism, cfg.arrow_batch_rows,
+                                 cfg.num_partitions)
+    if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        # The plan's own shuffles (the run-level plan's distinct and join back) in as many tasks as
+        # the scoring: Spark's default of 200 cannot be coalesced where a persisted plan feeds them.
+        spark.conf.set("spark.sql.shuffle.partitions", str(layout.tasks))
     if cfg.num_partitions:
         df = df.repartition(cfg.num_partitions)
-    partitions = cfg.num_partitions or raw.rdd.getNumPartitions()  # raw: a file scan, no job runs
-    start = (f"scoring {rows_in:,} rows from {cfg.input} ({partitions} partitions) with "
+    elif layout.spread:  # hashed on every column: deterministic for retried tasks and, unlike round robin, no sort
+        df = df.repartition(layout.tasks, *df.columns)
+    start = (f"scoring {rows_in:,} rows from {cfg.input} in {layout.tasks} task{'s' if layout.tasks != 1 else ''} ({layout.reason}) with "
              f"{manifest.model_id} on backend {spec.backend}, {_device_plan(scoring_conf, spec)} "
              f"-> {cfg.output}/run_date={cfg.run_date}"
              + (f"; fields_absent: {', '.join(fields_absent)}" if fields_absent else ""))
-    t_score = time.time()
+    t_score, jobs_before = time.time(), _spark_jobs(spark)
     try:
         if level == "batch":
             m, samples, extra = _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start,
                                                  out_stream)
         else:
             m, samples, extra = _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in,
-                                                partitions, start, out_stream)
+                                                layout.tasks, start, out_stream)
     except WorkerFailed as e:  # an engine that cannot load on a worker: the run was cancelled at once
         return _fail(1, str(e))
     except Exception as e:  # noqa: BLE001 - a failed Spark job is a failed run; say why, exit 1
         return _fail(1, f"scoring failed: {_root_cause(e)}")
     scoring_seconds = time.time() - t_score
+    spark_jobs = {"before_scoring": jobs_before, "scoring": _spark_jobs(spark) - jobs_before}
     summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds,
                           fields_absent, samples),
-               "scoring_resources": resources.summary(), **extra}
+               "scoring_resources": resources.summary(), "partitioning": layout.summary(),
+               "spark_jobs": spark_jobs, **extra}
     failure = _failure(cfg, summary, m)
     summary.update(exit_code=1 if failure else 0, failure=failure)  # the page and schedulers see the verdict too
     hfs.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
@@ -305,6 +318,12 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in
         finally:
             plan.close()
     return m, progress.samples, extra
+
+
+def _spark_jobs(spark) -> int:
+    """Spark jobs this application has started so far (their ids count up from 0): what a plan's
+    actions, reads and writes cost in scheduling, each a round of tasks on every executor."""
+    return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None), default=-1) + 1
 
 
 def _device_plan(spark_conf: Mapping[str, str], spec) -> str:

@@ -1,0 +1,44 @@
+"""bench/scale.py and bench/memory.py without Spark: the sampler sees a child's memory by kind, and
+the verdicts compare what they say they compare."""
+import subprocess
+import sys
+
+from bench import memory, scale
+
+
+def test_peak_memory_sees_a_childs_allocation_and_its_kind():
+    grow = "import time; block = bytearray(150 * 2**20); block[::4096] = b'x' * len(block[::4096]); time.sleep(1.5)"
+    proc = subprocess.Popen([sys.executable, "-c", grow])
+    with memory.PeakMemory(proc.pid, interval=0.05) as peak:
+        proc.wait()
+    assert peak.samples > 3
+    assert peak.mb["python_driver"] >= 140 and peak.mb["tree"] >= peak.mb["python_driver"]
+    assert peak.mb["jvm"] is None and peak.mb["largest_worker"] is None
+
+
+def test_process_kinds():
+    assert memory.kind("/usr/lib/jvm/java-17/bin/java -cp x org.apache.spark.deploy.SparkSubmit") == "jvm"
+    assert memory.kind("/venv/bin/python -m pyspark.daemon") == "python_workers"
+    assert memory.kind("/venv/bin/python jobs/duplicates.py --input x") == "python_driver"
+    assert memory.kind("/bin/bash spark-submit") is None
+
+
+def run(job, plan, rows, seconds, jvm, worker, rate=1000.0):
+    return {"job": job, "plan": plan, "rows": rows, "scoring_seconds": seconds, "rows_per_second": rate,
+            "peak_mb": {"jvm": jvm, "python_driver": 150.0, "largest_worker": worker}}
+
+
+def test_targets_judge_fixed_cost_memory_growth_and_the_plans_per_row_cost():
+    sizes = (1_000, 200_000, 2_000_000)
+    runs = [run("duplicates", "run", 1_000, 12.0, 800, 380), run("duplicates", "batch", 1_000, 4.0, 500, 380),
+            run("duplicates", "run", 200_000, 30, 2000, 440), run("duplicates", "run", 2_000_000, 200, 2100, 900, 9000),
+            run("duplicates", "batch", 200_000, 20, 1500, 440),
+            run("duplicates", "batch", 2_000_000, 150, 1600, 450, 12000)]
+    verdicts = {v["target"]: v for v in scale.judge(runs, sizes)}
+    assert not verdicts["fixed cost: duplicates --dedup run, scoring seconds at 1,000 rows"]["met"]
+    assert verdicts["fixed cost: duplicates --dedup batch, scoring seconds at 1,000 rows"]["met"]
+    worker = verdicts["memory: duplicates --dedup run, largest_worker peak at 2,000,000 / at 200,000"]
+    assert worker["value"] == round(900 / 440, 3) and not worker["met"]
+    assert verdicts["memory: duplicates --dedup batch, jvm peak at 2,000,000 / at 200,000"]["met"]
+    per_row = verdicts["duplicates at 2,000,000 pairs: per-row cost, --dedup run / --dedup batch"]
+    assert per_row["value"] == round(12000 / 9000, 3) and not per_row["met"]
