@@ -9,6 +9,7 @@ does not. Linux only: elsewhere nothing is sampled and the peaks stay None.
 """
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -98,3 +99,20 @@ class PeakMemory:
         while not self._stop.is_set():
             self.sample()
             self._stop.wait(self.interval)
+
+
+def cached_in_memory_peak_mb(event_log: Path) -> float:
+    """The most a Spark application held on its executors' heaps in persisted blocks at once, from
+    its event log (written with spark.eventLog.logBlockUpdates.enabled=true): what a plan that
+    persists its rows in memory grows with, however the JVM's heap happens to size itself."""
+    held: dict[str, int] = {}
+    peak = 0
+    with open(event_log, encoding="utf-8") as lines:
+        for line in lines:
+            if '"SparkListenerBlockUpdated"' not in line:
+                continue
+            info = json.loads(line)["Block Updated Info"]
+            if info["Block ID"].startswith("rdd_"):
+                held[info["Block ID"]] = info["Memory Size"]
+                peak = max(peak, sum(held.values()))
+    return round(peak / 2**20, 3)

@@ -92,6 +92,13 @@ def host_markdown(h: dict) -> list[str]:
     return out + [""]
 
 
+def _gemm_run(p: dict, cores: int) -> str:
+    """One GEMM measurement: per library where it measured several (bench/limits.py)."""
+    per = p.get("libraries") or {p["library"]: p}
+    return ", ".join(f"{lib} {g['processes_gflops']} GFLOP/s as {cores} processes x 1 thread, {g['threads_gflops']} "
+                     f"as 1 x {cores}" for lib, g in per.items())
+
+
 def markdown(r: dict) -> str:
     if "meta" not in r:  # a results folder with the host section alone (bench.run --only host)
         return "\n".join(["# accel-scoring benchmark: host ceiling only", "", *host_markdown(r["host"])])
@@ -101,7 +108,12 @@ def markdown(r: dict) -> str:
            f"{m['started']} · {m['cores']} of {m['machine_cpus']} cores of {m['cpu']} · {load} · "
            f"{m['bench_seconds'] / 60:.1f} min · model {r['model']['name']} "
            f"({r['model']['mflop_per_token_at_128']} MFLOP per real token at 128 tokens) · "
-           f"fp32 GEMM peak {lim['gemm_peak_gflops']} GFLOP/s on {m['cores']} cores", "",
+           f"fp32 GEMM peak {lim['gemm_peak_gflops']} GFLOP/s on {m['cores']} cores"
+           + (f" ({lim['library']}; {lim['vector_bound']['gflops']} GFLOP/s from the vector width and clock, "
+              f"{lim['vector_bound']['fp32_lanes']} fp32 lanes at {lim['vector_bound']['ghz']} GHz)"
+              if lim.get("vector_bound", {}).get("gflops") else ""), "",
+           *([f"**Above the measured ceiling** (the ceiling or the FLOP count is wrong): "
+              f"{', '.join(lim['above_ceiling'])}", ""] if lim.get("above_ceiling") else []),
            "## Targets", "", "| target | goal | measured | met | how |", "|---|---|---|---|---|"]
     for t in r["targets"]:
         goal = _pct(t["goal"]) if t["goal"] < 1 else f"{t['goal']}x"
@@ -175,9 +187,8 @@ def markdown(r: dict) -> str:
         out.append(f"- {name}: {a['path']}, {a['precision']}, graph {a['graph']}, parity max |diff| "
                    f"{par.get('max_abs_diff', 0):.2e}{extra}")
     out += ["", "GEMM peak, measured at the start, after the engine section and at the end (the best counts): " +
-            "; ".join(f"{p['processes_gflops']} GFLOP/s as {m['cores']} processes x 1 thread, {p['threads_gflops']} "
-                      f"as 1 x {m['cores']}" for p in lim["runs"]) +
-            f" ({lim['runs'][0]['library']}, square n = {lim['runs'][0].get('sizes', lim['runs'][0].get('n'))}).", ""]
+            "; ".join(_gemm_run(p, m["cores"]) for p in lim["runs"]) +
+            f" (square n = {lim['runs'][0].get('sizes', lim['runs'][0].get('n'))}).", ""]
     if r.get("host"):
         out += host_markdown(r["host"])
     return "\n".join(out)

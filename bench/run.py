@@ -515,10 +515,17 @@ def run(args) -> dict:
     log("GEMM peak (3 of 3)")
     peak_runs.append(limits.gemm_peak(cores, seconds=sizes.gemm_seconds))
     peak = max(r["peak_gflops"] for r in peak_runs)
-    results["limit"] = {"gemm_peak_gflops": peak, "runs": peak_runs}
-    for row in [*results["engine"], *jobs, *(j["bare_engine"] for j in jobs), *results["peers"]["runs"]]:
+    results["limit"] = {"gemm_peak_gflops": peak, "library": max(peak_runs, key=lambda r: r["peak_gflops"])["library"],
+                        "runs": peak_runs, "vector_bound": limits.vector_bound(cores)}
+    rated = ([(f"engine only: {e['artifact']} on {e['mix']}", e) for e in results["engine"]]
+             + [(f"job {j['job']} {j['precision']}", j) for j in jobs]
+             + [(f"bare engine for job {j['job']} {j['precision']}", j["bare_engine"]) for j in jobs]
+             + [(p["peer"], p) for p in results["peers"]["runs"]])
+    for _, row in rated:
         if "useful_gflops" in row:
             row["vs_peak"] = round(row["useful_gflops"] / peak, 4)
+    # A figure above its ceiling means the ceiling or the FLOP count is wrong: the report says which.
+    results["limit"]["above_ceiling"] = [name for name, row in rated if (row.get("vs_peak") or 0) > 1]
     results["targets"] = judge(results, results["artifacts"]["onnx-int8"].get("refused"))
     results["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     results["meta"]["bench_seconds"] = round(time.time() - t_start, 1)

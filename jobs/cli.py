@@ -160,7 +160,8 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
                           "texts it lacks, then add their results; default: off")
     inc.add_argument("--dedup", choices=("run", "batch"), default=None,
                      help="score identical texts once per run (a Spark distinct and a join back) or once per "
-                          "Arrow batch (no shuffle); default: run for bi-encoder artifacts and with --cache, else batch")
+                          "Arrow batch (no shuffle); default: run with --cache and for bi-encoder artifacts (batch where "
+                          "all rows are one Arrow batch of one task: the same texts scored, fewer Spark jobs), else batch")
     cost = p.add_argument_group("Cost (the summary's `cost` and the run report)")
     cost.add_argument("--instance-type", metavar="NAME", default=None,
                       help="EC2 instance type of the executors, priced from jobs/prices.py; "

@@ -2,6 +2,7 @@
 a local folder, `s3://` on EMR (EMRFS), `s3a://` elsewhere."""
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
@@ -90,7 +91,7 @@ def lookalikes(columns: list[str], missing: list[str]) -> list[tuple[str, str]]:
 
 
 def prepare(df: DataFrame, required: list[str], text_columns: list[str], id_column: str) -> DataFrame:
-    """Check columns, cast scalar ids/texts to strings, and count each id's occurrences.
+    """Check columns and cast scalar ids/texts to strings.
 
     Missing required columns and struct/array/map/binary text columns are input errors;
     optional text columns that are absent become nulls (empty text).
@@ -104,9 +105,42 @@ def prepare(df: DataFrame, required: list[str], text_columns: list[str], id_colu
     if complex_:
         raise InputError(f"column(s) {complex_} must hold text (string, or a number cast to text)")
     cols = [(F.col(c).cast("string") if c in fields else F.lit(None).cast("string")).alias(c) for c in wanted]
-    df = df.select(*cols)
+    return df.select(*cols)
+
+
+@dataclasses.dataclass(frozen=True)
+class InputProfile:
+    partition_rows: list[int]  # rows of each input partition that holds any
+    duplicate_ids: int  # non-null ids that occur more than once
+
+    @property
+    def rows(self) -> int:
+        return sum(self.partition_rows)
+
+
+def profile(df: DataFrame, id_column: str) -> InputProfile:
+    """Rows per input partition (for Parquet read from the files' footers, like a count) and how
+    many ids repeat, in one query (GROUPING SETS): what sizes the tasks and whether rows need
+    their id counts at all, without a second pass over the input."""
+    view = f"accel_scoring_input_{uuid.uuid4().hex}"
+    df.select(F.spark_partition_id().alias("_p"), F.col(id_column).alias("_id")).createOrReplaceTempView(view)
+    try:  # grouping_id() is 1 for the (_p) set and 2 for the (_id) set
+        rows = df.sparkSession.sql(f"""
+            SELECT _g, _p, count(1) AS _groups, sum(_n) AS _rows FROM (
+                SELECT _p, _id, count(1) AS _n, grouping_id() AS _g FROM {view} GROUP BY GROUPING SETS ((_p), (_id))
+            ) WHERE _g = 1 OR (_n > 1 AND _id IS NOT NULL) GROUP BY _g, _p""").collect()
+    finally:
+        df.sparkSession.catalog.dropTempView(view)
+    return InputProfile([r["_rows"] for r in rows if r["_g"] == 1], sum(r["_groups"] for r in rows if r["_g"] == 2))
+
+
+def with_id_counts(df: DataFrame, id_column: str, input_profile: InputProfile) -> DataFrame:
+    """Each row's id count where its id repeats (null elsewhere), for udfs/validate.py's
+    duplicate_id. Ids rarely repeat, so their counts are broadcast and the input is never
+    shuffled; where none repeat (the profile says so) there is nothing to count or join."""
+    if not input_profile.duplicate_ids:
+        return df.withColumn(ID_COUNT, F.lit(None).cast("long"))
     counts = df.groupBy(id_column).count().where(F.col("count") > 1).withColumnRenamed("count", ID_COUNT)
-    # Duplicate ids are rare, so the counts are broadcast and the input is never shuffled.
     return df.join(F.broadcast(counts), on=id_column, how="left")
 
 

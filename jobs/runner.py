@@ -128,26 +128,39 @@ def _engine_metrics(F):
     ]
 
 
-def dedup_level(cfg: JobConfig, manifest: Manifest) -> str:
-    """Where identical texts are scored once: the run (a Spark distinct) or each Arrow batch."""
+def check_dedup(cfg: JobConfig) -> None:
+    """The --dedup, --cache and --fallback-model combinations no plan can honour (InputError)."""
     if cfg.cache and cfg.dedup == "batch":
         raise io.InputError("--cache scores each distinct text once per run; it cannot be combined with --dedup batch")
     if cfg.cache and cfg.fallback_model:
         raise io.InputError("--cache keeps one artifact's results, and --fallback-model would score some rows with "
                             "another artifact; give one or the other")
+
+
+def dedup_level(cfg: JobConfig, manifest: Manifest, rows: int, tasks: int) -> tuple[str, str]:
+    """Where identical texts are scored once, the run (a Spark distinct) or each Arrow batch, and
+    why. The run-level plan's keyed copy, distinct and join back cost several Spark jobs
+    (bench/results/scale.md); they pay for themselves only where repeats fall in different
+    batches, so rows that are one Arrow batch of one task take the per-batch plan, which then
+    scores each distinct text once just the same."""
     if cfg.dedup:
-        return cfg.dedup
-    return "run" if cfg.cache or manifest.task == "embedding" else "batch"
+        return cfg.dedup, "--dedup"
+    if cfg.cache:
+        return "run", "--cache"
+    if manifest.task != "embedding":
+        return "batch", f"the default for a {manifest.task} artifact"
+    if tasks == 1 and rows <= cfg.arrow_batch_rows:
+        return "batch", (f"all {rows:,} rows are one Arrow batch of one task (--arrow-batch-rows "
+                         f"{cfg.arrow_batch_rows:,}): each distinct text is scored once per batch as per run")
+    return "run", "the default for an embedding artifact"
 
 
 def run(cfg: JobConfig, workload, app_name: str) -> int:
-    from pyspark.sql import functions as F
-
     t_start = time.time()
     out_stream = console.attach()
     try:
         manifest = open_model(cfg, workload)
-        level = dedup_level(cfg, manifest)
+        check_dedup(cfg)
     except io.InputError as e:
         return _fail(2, str(e))
     spark = io.spark_session(app_name, cfg.master)
@@ -175,15 +188,16 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         raw = io.read_input(spark, cfg.input, cfg.input_format)
         fields_absent = io.absent_fields(raw, workload)
         df = io.prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
-        # Rows per input partition: for Parquet, read from the files' footers, like a count.
-        partition_rows = [r[0] for r in raw.groupBy(F.spark_partition_id()).count().select("count").collect()]
+        input_profile = io.profile(df, workload.id_column)
     except io.InputError as e:
         return _fail(2, str(e))
     except Exception as e:  # noqa: BLE001 - corrupt or unreadable files surface only when Spark reads them
         return _fail(2, f"cannot read --input {cfg.input}: {io.first_line(e)}")
-    rows_in = sum(partition_rows)
-    layout = partitioning.decide(partition_rows, spark.sparkContext.defaultParallelism, cfg.arrow_batch_rows,
-                                 cfg.num_partitions)
+    df = io.with_id_counts(df, workload.id_column, input_profile)
+    rows_in = input_profile.rows
+    layout = partitioning.decide(input_profile.partition_rows, spark.sparkContext.defaultParallelism,
+                                 cfg.arrow_batch_rows, cfg.num_partitions)
+    level, level_reason = dedup_level(cfg, manifest, rows_in, layout.tasks)
     if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
         # The plan's own shuffles (the run-level plan's distinct and join back) in as many tasks as
         # the scoring: Spark's default of 200 cannot be coalesced where a persisted plan feeds them.
@@ -192,7 +206,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         df = df.repartition(cfg.num_partitions)
     elif layout.spread:  # hashed on every column: deterministic for retried tasks and, unlike round robin, no sort
         df = df.repartition(layout.tasks, *df.columns)
-    start = (f"scoring {rows_in:,} rows from {cfg.input} in {layout.tasks} task{'s' if layout.tasks != 1 else ''} ({layout.reason}) with "
+    start = (f"scoring {rows_in:,} rows from {cfg.input} in {layout.tasks} task{'s' if layout.tasks != 1 else ''} ({layout.reason}), "
+             f"identical texts once per {level} ({level_reason}), with "
              f"{manifest.model_id} on backend {spec.backend}, {_device_plan(scoring_conf, spec)} "
              f"-> {cfg.output}/run_date={cfg.run_date}"
              + (f"; fields_absent: {', '.join(fields_absent)}" if fields_absent else ""))
@@ -209,6 +224,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     except Exception as e:  # noqa: BLE001 - a failed Spark job is a failed run; say why, exit 1
         return _fail(1, f"scoring failed: {_root_cause(e)}")
     scoring_seconds = time.time() - t_score
+    extra["dedup"]["reason"] = level_reason
     spark_jobs = {"before_scoring": jobs_before, "scoring": _spark_jobs(spark) - jobs_before}
     summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds,
                           fields_absent, samples),

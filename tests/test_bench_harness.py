@@ -20,6 +20,24 @@ def test_row_flops_matches_the_hand_count():
         limits.row_flops(np.array([10]), MINILM) + limits.row_flops(np.array([20]), MINILM))
 
 
+@pytest.mark.parametrize("library", limits.LIBRARIES)
+def test_each_gemm_of_the_ceiling_multiplies_what_it_is_given(library):
+    """The ceiling's GEMMs (torch's and ONNX Runtime's own MatMul) compute a real product, so
+    their FLOP/s count work done."""
+    run = limits._matmul(library, 64, 1)
+    out = run()
+    product = out[0] if isinstance(out, list) else out.numpy()
+    assert product.shape == (64, 64) and np.abs(product).sum() > 0
+
+
+def test_vector_bound_reads_width_and_clock_from_cpuinfo():
+    info = "processor : 0\ncpu MHz\t\t: 2600.000\nflags\t\t: fpu sse2 avx avx2 fma avx512f avx512bw\n"
+    assert limits.vector_bound(2, info) == {"fp32_lanes": 16, "flops_per_cycle_per_core": 64, "ghz": 2.6,
+                                            "gflops": 332.8}
+    assert limits.vector_bound(4, info.replace(" avx512f avx512bw", ""))["gflops"] == 4 * 32 * 2.6
+    assert limits.vector_bound(2, "flags : avx2\n")["gflops"] is None  # no clock reported: no figure
+
+
 def test_model_shape_reads_the_config(minilm_dir):
     assert limits.model_shape(minilm_dir) == MINILM
 
@@ -97,6 +115,20 @@ def test_report_writes_json_markdown_and_plot(tmp_path):
     assert "load average 1.00 at start" in md
     assert (tmp_path / "results.json").is_file()
     assert (tmp_path / "results.png") in paths or not report.plot  # the plot needs matplotlib
+
+
+def test_report_names_the_ceilings_library_the_vector_bound_and_any_figure_above_the_ceiling(tmp_path):
+    r = _results()
+    both = {"torch.matmul": {"processes_gflops": 90.0, "threads_gflops": 80.0},
+            "onnxruntime MatMul": {"processes_gflops": 100.0, "threads_gflops": 95.0}}
+    r["limit"] = {"gemm_peak_gflops": 100.0, "library": "onnxruntime MatMul", "above_ceiling": ["bare engine"],
+                  "vector_bound": {"fp32_lanes": 16, "flops_per_cycle_per_core": 64, "ghz": 2.6, "gflops": 332.8},
+                  "runs": [{"sizes": [1024], "libraries": both, "library": "onnxruntime MatMul"}]}
+    report.write(r, tmp_path)
+    md = (tmp_path / "results.md").read_text()
+    assert "fp32 GEMM peak 100.0 GFLOP/s on 2 cores (onnxruntime MatMul; 332.8 GFLOP/s from the vector width" in md
+    assert "**Above the measured ceiling** (the ceiling or the FLOP count is wrong): bare engine" in md
+    assert "torch.matmul 90.0 GFLOP/s as 2 processes x 1 thread, 80.0 as 1 x 2, onnxruntime MatMul 100.0" in md
 
 
 def test_bench_writes_scratch_results_unless_told_to_commit(monkeypatch, tmp_path):

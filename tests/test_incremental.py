@@ -128,7 +128,7 @@ def test_query_intent_cache_and_run_level_dedup(spark, compile_artifact, tmp_pat
         return read_partition(out, "2026-03-01"), summary
 
     plain, sp = run("plain")
-    assert sp["dedup"] == {"level": "batch"}
+    assert sp["dedup"] == {"level": "batch", "reason": "the default for a text-classification artifact"}
     once, so = run("once", dedup="run")
     assert so["dedup"]["units"] == so["dedup"]["units_scored"] == 30  # the null query is invalid, not a unit
     cached, sc = run("cached", cache=tmp_path / "cache")
