@@ -81,8 +81,7 @@ def passthrough_seconds(spark, *, input: Path, output: Path | None, workload, pa
                                               pa.array(np.zeros(len(frame)))], names=[workload.id_column, "score"])
 
     raw = job_io.read_input(spark, str(input), "parquet")
-    df = job_io.prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
-    df = job_io.with_id_counts(df, workload.id_column, job_io.profile(df, workload.id_column))
+    df, _ = job_io.scoring_input(raw, workload)
     out = (df.repartition(partitions).mapInArrow(identity, f"{workload.id_column} string, score double")
            .withColumn("run_date", F.lit(RUN_DATE)))
     t0 = time.perf_counter()

@@ -144,6 +144,14 @@ def with_id_counts(df: DataFrame, id_column: str, input_profile: InputProfile) -
     return df.join(F.broadcast(counts), on=id_column, how="left")
 
 
+def scoring_input(raw: DataFrame, workload) -> tuple[DataFrame, InputProfile]:
+    """`raw` as the scoring stage takes it: the workload's columns as text, each row's id count
+    beside it, and the profile that sizes the run (the one Spark job before scoring)."""
+    df = prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
+    input_profile = profile(df, workload.id_column)
+    return with_id_counts(df, workload.id_column, input_profile), input_profile
+
+
 def qualified(spark: SparkSession, path: str) -> str:
     """`path` as Hadoop resolves it (scheme-less paths on the default file system, relative ones
     from the working folder); as given where no FileSystem takes it (check_output says why)."""

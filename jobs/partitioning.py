@@ -23,12 +23,8 @@ class Partitioning:
     tasks: int
     input_partitions: int  # those holding rows
     largest_input_partition: int  # rows
+    spread: bool  # whether the rows are shuffled into `tasks` before scoring
     reason: str
-
-    @property
-    def spread(self) -> bool:
-        """Whether the rows are hash-partitioned (a shuffle) into `tasks` before scoring."""
-        return self.reason != "the input's own partitions"
 
     def summary(self) -> dict:
         return {"tasks": self.tasks, "input_partitions": self.input_partitions,
@@ -40,12 +36,12 @@ def decide(partition_rows: list[int], cores: int, arrow_batch_rows: int, num_par
     rows, held = sum(partition_rows), [n for n in partition_rows if n]
     largest = max(held, default=0)
     if num_partitions:
-        return Partitioning(num_partitions, len(held), largest, "--num-partitions")
+        return Partitioning(num_partitions, len(held), largest, True, "--num-partitions")
     wanted = max(1, min(max(cores, math.ceil(rows / ROWS_PER_TASK)), math.ceil(rows / arrow_batch_rows)))
     if len(held) >= wanted and largest <= UNEVEN * rows / len(held) or rows == 0:
-        return Partitioning(max(1, len(held)), len(held), largest, "the input's own partitions")
+        return Partitioning(max(1, len(held)), len(held), largest, False, "the input's own partitions")
     why = (f"{cores} cores" + (f", at most {ROWS_PER_TASK:,} rows a task" if wanted > cores else "")
            if wanted >= cores else f"no task under {arrow_batch_rows:,} rows, one Arrow batch")
     where = ("all in one input partition" if len(held) == 1
              else f"up to {largest:,} in one of {len(held)} input partitions")
-    return Partitioning(wanted, len(held), largest, f"spread for {why}; the rows were {where}")
+    return Partitioning(wanted, len(held), largest, True, f"spread for {why}; the rows were {where}")

@@ -187,13 +187,11 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
             io.check_output(spark, cfg.cache, flag="--cache")
         raw = io.read_input(spark, cfg.input, cfg.input_format)
         fields_absent = io.absent_fields(raw, workload)
-        df = io.prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
-        input_profile = io.profile(df, workload.id_column)
+        df, input_profile = io.scoring_input(raw, workload)
     except io.InputError as e:
         return _fail(2, str(e))
     except Exception as e:  # noqa: BLE001 - corrupt or unreadable files surface only when Spark reads them
         return _fail(2, f"cannot read --input {cfg.input}: {io.first_line(e)}")
-    df = io.with_id_counts(df, workload.id_column, input_profile)
     rows_in = input_profile.rows
     layout = partitioning.decide(input_profile.partition_rows, spark.sparkContext.defaultParallelism,
                                  cfg.arrow_batch_rows, cfg.num_partitions)
