@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -106,13 +107,26 @@ def cached_in_memory_peak_mb(event_log: Path) -> float:
     its event log (written with spark.eventLog.logBlockUpdates.enabled=true): what a plan that
     persists its rows in memory grows with, however the JVM's heap happens to size itself."""
     held: dict[str, int] = {}
-    peak = 0
+    total = peak = 0
     with open(event_log, encoding="utf-8") as lines:
         for line in lines:
             if '"SparkListenerBlockUpdated"' not in line:
                 continue
             info = json.loads(line)["Block Updated Info"]
             if info["Block ID"].startswith("rdd_"):
+                total += info["Memory Size"] - held.get(info["Block ID"], 0)
                 held[info["Block ID"]] = info["Memory Size"]
-                peak = max(peak, sum(held.values()))
+                peak = max(peak, total)
     return round(peak / 2**20, 3)
+
+
+_GC_PAUSE = re.compile(r"Pause .*?(\d+)M->(\d+)M\((\d+)M\)")
+
+
+def heap_after_gc_peak_mb(gc_log: Path) -> int | None:
+    """The JVM's largest heap occupancy just after a collection, from its `-Xlog:gc` file: what the
+    heap held at most (live data and garbage no collection had yet reached), as opposed to RSS,
+    which follows the heap the collector chose to grow to. None where nothing was collected."""
+    after = [int(m.group(2)) for line in gc_log.read_text(encoding="utf-8").splitlines()
+             for m in [_GC_PAUSE.search(line)] if m]
+    return max(after, default=None)
