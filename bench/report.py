@@ -134,18 +134,24 @@ def markdown(r: dict) -> str:
                    f"{_fmt(p['useful_gflops'])} | {_pct(p.get('vs_peak'))} | {_fmt(p.get('padding_efficiency'), 3)} | "
                    f"{cmp_s} |")
 
-    out += ["", "## Jobs end to end (steady state) against the bare engine", "",
-            "| job | rows | rows/s | bare engine rows/s | job / bare | useful GFLOP/s | of peak | padding eff. | "
-            "read+shuffle+write | tokenize | engine | other Python |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out += ["", "## Jobs end to end (steady state, and cold) against the bare engine", "",
+            "| job | rows | rows/s | bare engine rows/s | job / bare | cold: scoring s | cold: job / bare | useful GFLOP/s | "
+            "of peak | padding eff. | read+shuffle+write | tokenize | engine | other Python |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for j in r["jobs"]:
         ts = j["time_split"]["fractions"]
+        cold = j.get("cold") or {}
+        cold_s = (f"{_fmt(cold.get('scoring_seconds'))} | {_pct(cold.get('vs_bare_engine'))}" if "exit_code" not in cold
+                  else f"failed: exit {cold['exit_code']} | –")
         out.append(f"| {j['job']} {j['precision']} | {j['rows']:,} | {_fmt(j['rows_per_second'])} | "
                    f"{_fmt(j['bare_engine_rows_per_second'])} ({j['bare_engine']['processes']}x"
-                   f"{j['bare_engine']['threads']}) | {_pct(j['vs_bare_engine'])} | {_fmt(j['useful_gflops'])} | "
+                   f"{j['bare_engine']['threads']}) | {_pct(j['vs_bare_engine'])} | {cold_s} | {_fmt(j['useful_gflops'])} | "
                    f"{_pct(j['vs_peak'])} | {_fmt(j['padding_efficiency'], 3)} | {_pct(ts['read_shuffle_write'])} | "
                    f"{_pct(ts['tokenize'])} | {_pct(ts['engine'])} | {_pct(ts['other_python'])} |")
-    out += ["", f"Spark session start (JVM, excluded above): {r['spark']['session_start_seconds']} s. "
-            "Time split: fractions of the job's scoring wall time; worker seconds divided by the cores."]
+    out += ["", f"Spark session start (JVM, excluded from the steady-state rows): {r['spark']['session_start_seconds']} s. "
+            "Cold: the same job, rows and tasks in a spark-submit of its own, as a nightly run meets it (the Python "
+            "workers' start and the engine's load fall inside its scoring seconds). "
+            "Time split: fractions of the steady-state job's scoring wall time; worker seconds divided by the cores."]
     d = r.get("dedup")
     if d:
         out += ["", f"Distinct texts: the {d.get('pairs', d['side_texts'] // 2):,} pairs' {d['side_texts']:,} side texts hold {d['distinct_global']:,} distinct ones; "

@@ -131,6 +131,35 @@ def test_report_names_the_ceilings_library_the_vector_bound_and_any_figure_above
     assert "torch.matmul 90.0 GFLOP/s as 2 processes x 1 thread, 80.0 as 1 x 2, onnxruntime MatMul 100.0" in md
 
 
+def test_each_jobs_cold_run_is_judged_and_reported_beside_its_steady_state(tmp_path):
+    from bench.run import judge
+
+    r = _results()
+    intent = {**r["jobs"][0], "job": "query_intent", "vs_bare_engine": 0.8,
+              "cold": {"exit_code": 52, "error": ["OutOfMemoryError"]}}
+    r["jobs"] = [{**r["jobs"][0], "cold": {"scoring_seconds": 12.5, "rows_per_second": 8.0, "vs_bare_engine": 0.905}},
+                 intent]
+    r["peers"]["runs"][0]["peer"] = "accel-scoring job, onnx fp32"
+    verdicts = {t["target"]: t for t in judge(r, "refused")}
+    assert verdicts["job_vs_bare_engine (duplicates, cold)"]["met"]
+    assert "steady state 0.910" in verdicts["job_vs_bare_engine (duplicates, cold)"]["note"]
+    failed = verdicts["job_vs_bare_engine (query_intent, cold)"]
+    assert failed["value"] is None and not failed["met"]
+    r["targets"] = list(verdicts.values())
+    report.write(r, tmp_path)
+    md = (tmp_path / "results.md").read_text()
+    assert "| duplicates fp32 | 100 | 10.0 | 11.0 (2x1) | 91% | 12.5 | 90% |" in md
+    assert "| query_intent fp32 | 100 | 10.0 | 11.0 (2x1) | 80% | failed: exit 52 | – |" in md
+
+
+def test_only_fp32_rows_are_judged_against_the_fp32_ceiling():
+    from bench.run import above_ceiling
+
+    rated = [("engine only: onnx fp32 fused on offers", {"vs_peak": 1.02}), ("job duplicates fp32", {"vs_peak": 0.9}),
+             ("engine only: onnx int8 (gated) on offers", {"vs_peak": 1.4}), ("Ray Data", {"skipped": "no ray"})]
+    assert above_ceiling(rated) == ["engine only: onnx fp32 fused on offers"]
+
+
 def test_bench_writes_scratch_results_unless_told_to_commit(monkeypatch, tmp_path):
     monkeypatch.delenv("BENCH_QUICK", raising=False)
     assert parse_args([]).out == ROOT / "out" / "bench" / "results"
