@@ -145,10 +145,12 @@ def markdown(r: dict) -> str:
                   else f"failed: exit {cold['exit_code']} | –")
         out.append(f"| {j['job']} {j['precision']} | {j['rows']:,} | {_fmt(j['rows_per_second'])} | "
                    f"{_fmt(j['bare_engine_rows_per_second'])} ({j['bare_engine']['processes']}x"
-                   f"{j['bare_engine']['threads']}) | {_pct(j['vs_bare_engine'])} | {cold_s} | {_fmt(j['useful_gflops'])} | "
+                   f"{j['bare_engine']['threads']}) | {_pct(j['vs_bare_engine'])} | {cold_s} | "
+                   f"{_fmt(j['useful_gflops'])} | "
                    f"{_pct(j['vs_peak'])} | {_fmt(j['padding_efficiency'], 3)} | {_pct(ts['read_shuffle_write'])} | "
                    f"{_pct(ts['tokenize'])} | {_pct(ts['engine'])} | {_pct(ts['other_python'])} |")
-    out += ["", f"Spark session start (JVM, excluded from the steady-state rows): {r['spark']['session_start_seconds']} s. "
+    out += ["", "Spark session start (JVM, excluded from the steady-state rows): "
+            f"{r['spark']['session_start_seconds']} s. "
             "Cold: the same job, rows and tasks in a spark-submit of its own, as a nightly run meets it (the Python "
             "workers' start and the engine's load fall inside its scoring seconds). "
             "Time split: fractions of the steady-state job's scoring wall time; worker seconds divided by the cores."]

@@ -6,12 +6,13 @@
 
 Each run is its own `spark-submit --master local[2] --driver-memory 2g` of jobs/duplicates.py or
 jobs/query_intent.py (the largest size once more with Spark's default driver memory), so every
-figure includes what a nightly run pays: a cold JVM, cold Python workers, a cold plan. The engine is bench/null_artifact.py's graph (no model work), so what is
-left is the host and Spark side of the job, the part an accelerator does not shrink. The input is
-the generator's rows in one Parquet file written with pyarrow's defaults (row groups of up to
-1Mi rows), the layout that once gave a million rows one task. bench/memory.py samples the peak
-resident memory of each kind of process, and reads the JVM's GC log for the most its heap held
-after a collection: the JVM's RSS follows the heap it was given, not what it needed. `make bench` runs this too.
+figure includes what a nightly run pays: a cold JVM, cold Python workers, a cold plan. The
+engine is bench/null_artifact.py's graph (no model work), so what is left is the host and Spark
+side of the job, the part an accelerator does not shrink. The input is the generator's rows in
+one Parquet file written with pyarrow's defaults (row groups of up to 1Mi rows), the layout that
+once gave a million rows one task. bench/memory.py samples the peak resident memory of each kind
+of process, and reads the JVM's GC log for the most its heap held after a collection: the JVM's
+RSS follows the heap it was given, not what it needed. `make bench` runs this too.
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ DRIVER_MEMORY = "2g"
 # size runs again with it, since the issue's goal holds "with Spark's defaults for local mode" too.
 SPARK_DEFAULT_DRIVER_MEMORY = "1g"
 CORES = 2
+MEMORY_JUDGED_AT = 2_000_000  # rows: a largest size this big is judged for memory, and run again at 1g
 FIXED_COST_REPEATS = 3  # cold runs per plan at the smallest size, whose median is judged: one varies by 1-2 s
 TARGETS = {  # the goals README.md states under "How cost grows with rows"
     "fixed_cost_seconds_at_1000": 5.0,  # scoring seconds at 1,000 rows, each plan
@@ -109,7 +111,7 @@ def measure(sizes, work: Path) -> list[dict]:
             smallest = rows == sizes[0]
             todo = ([(p, DRIVER_MEMORY) for _ in range(FIXED_COST_REPEATS) for p in (*plans, "default")] if smallest
                     else [(p, DRIVER_MEMORY) for p in plans])
-            if rows == sizes[-1] and rows >= 2_000_000:
+            if rows == sizes[-1] and rows >= MEMORY_JUDGED_AT:
                 todo += [(p, SPARK_DEFAULT_DRIVER_MEMORY) for p in plans]
             for plan, driver_memory in todo:
                 out = work / f"out-{job}-{plan}-{rows}"
@@ -141,7 +143,7 @@ def judge(runs: list[dict], sizes) -> list[dict]:
                          "value": value, "goal": f"<= {TARGETS['fixed_cost_seconds_at_1000']}",
                          "met": value is not None and value <= TARGETS["fixed_cost_seconds_at_1000"]})
     big, mid = sizes[-1], (sizes[-2] if len(sizes) > 1 else None)
-    if big >= 2_000_000 and mid:
+    if big >= MEMORY_JUDGED_AT and mid:
         for job, (_, _, plans) in JOBS.items():
             for plan in plans:
                 small_heap = find(job, plan, big, SPARK_DEFAULT_DRIVER_MEMORY)

@@ -139,7 +139,6 @@ def test_each_jobs_cold_run_is_judged_and_reported_beside_its_steady_state(tmp_p
               "cold": {"exit_code": 52, "error": ["OutOfMemoryError"]}}
     r["jobs"] = [{**r["jobs"][0], "cold": {"scoring_seconds": 12.5, "rows_per_second": 8.0, "vs_bare_engine": 0.905}},
                  intent]
-    r["peers"]["runs"][0]["peer"] = "accel-scoring job, onnx fp32"
     verdicts = {t["target"]: t for t in judge(r, "refused")}
     assert verdicts["job_vs_bare_engine (duplicates, cold)"]["met"]
     assert "steady state 0.910" in verdicts["job_vs_bare_engine (duplicates, cold)"]["note"]
