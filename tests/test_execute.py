@@ -80,3 +80,32 @@ def test_every_row_is_reported_settled_once_even_the_one_that_fails():
     settled = []
     run_encoded(engine, enc, token_budget=4 * 16, on_rows=lambda rows: settled.extend(int(r) for r in rows))
     assert sorted(settled) == list(range(16))
+
+
+@pytest.mark.parametrize("task", ["text-classification", "pair-classification", "embedding"])
+def test_an_input_repeated_within_a_batch_goes_through_the_engine_once(task, minilm_dir):
+    """The per-batch plan's promise: identical texts (a query, a cross-encoder's pair, a bi-encoder's
+    side) are scored once per Arrow batch, and every row that repeats one gets its output."""
+    from types import SimpleNamespace
+
+    from udfs import tasks
+    from udfs.tokenize import TextEncoder
+
+    runtime = SimpleNamespace(manifest=SimpleNamespace(task=task, positive_label=1), engine=RowEchoEngine(),
+                              encoder=TextEncoder(minilm_dir / "tokenizer.json", max_seq_len=64))
+    queries = ["red shoes", "blue hat", "red shoes", "green bag", "red shoes", "blue hat"]
+    if task == "text-classification":
+        tok = tasks.tokenize_texts(runtime, queries)
+        scored = tasks.run_texts(runtime, tok, token_budget=512)
+        distinct = 3
+    else:
+        tok = tasks.tokenize_pairs(runtime, queries, queries[::-1])
+        scored = tasks.run_pairs(runtime, tok, token_budget=512)
+        distinct = 3 if task == "embedding" else 4  # pairs: (red, blue) and (blue, red) twice each
+    assert sum(rows for rows, _ in runtime.engine.calls) == len(tok.enc.lengths) == distinct
+    assert scored.stats.real_tokens == tok.enc.lengths.sum()
+    values = np.asarray(scored.values)
+    firsts = {}
+    for row, key in enumerate(zip(queries, queries[::-1]) if task != "text-classification" else queries):
+        np.testing.assert_array_equal(values[row], values[firsts.setdefault(key, row)])
+    assert len(scored.errors) == len(scored.truncated) == len(queries) == len(values)

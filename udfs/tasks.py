@@ -1,7 +1,8 @@
 """Texts -> model outputs per input row, for each artifact task.
 
-Pairs go through a cross-encoder (one encoded row per pair) or a bi-encoder (each distinct
-text encoded once, then the cosine of the two sides). Single texts go through a classifier.
+Pairs go through a cross-encoder (one encoded row per pair) or a bi-encoder (one per text, then
+the cosine of the two sides); single texts go through a classifier. Within a batch, each
+distinct pair or text goes through the engine once, whatever the task.
 """
 from __future__ import annotations
 
@@ -28,26 +29,33 @@ SINGLE_TEXT_TASKS = ("text-classification", "embedding")  # a classifier's queri
 
 @dataclasses.dataclass
 class Tokenized:
-    """The CPU half of scoring a batch (tokenize, find distinct texts); the engine half follows.
-
-    Split so that a worker can tokenize the next Arrow batch while the engine runs this one.
+    """The CPU half of scoring a batch: each distinct input tokenized once (`enc`) and, per row, which
+    of them it needs. The engine half runs `enc` alone, so an input repeated within a batch costs
+    the engine nothing more. Split so that a worker can tokenize the next Arrow batch while the
+    engine runs this one.
     """
 
-    enc: object  # udfs.tokenize.Encoded
+    enc: object  # udfs.tokenize.Encoded: one row per distinct input
     tokenize_seconds: float
-    left: np.ndarray | None = None  # embedding pairs: row -> index of its left text in `enc`
-    right: np.ndarray | None = None
+    left: np.ndarray  # row -> index in `enc` of its input (a bi-encoder pair: of its left text)
+    right: np.ndarray | None = None  # a bi-encoder pair: row -> index in `enc` of its right text
+
+
+def _distinct(items: list) -> tuple[list, np.ndarray]:
+    """Distinct items, and each item's index among them."""
+    distinct, rows = distinct_positions(items)
+    return distinct, (np.arange(len(distinct)) if rows is None else rows)
 
 
 def tokenize_pairs(runtime, left: list[str], right: list[str]) -> Tokenized:
     task = runtime.manifest.task
     t0 = time.perf_counter()
     if task == "pair-classification":
-        enc = runtime.encoder.encode_pairs(left, right)
-        return Tokenized(enc, time.perf_counter() - t0)
+        distinct, rows = _distinct(list(zip(left, right)))
+        enc = runtime.encoder.encode_pairs([a for a, _ in distinct], [b for _, b in distinct])
+        return Tokenized(enc, time.perf_counter() - t0, rows)
     if task == "embedding":
-        distinct, rows = distinct_positions(left + right)
-        rows = np.arange(len(distinct)) if rows is None else rows
+        distinct, rows = _distinct(left + right)
         enc = runtime.encoder.encode(distinct)  # all distinct: the encoder finds nothing more to share
         return Tokenized(enc, time.perf_counter() - t0, rows[:len(left)], rows[len(left):])
     raise ValueError(f"a {task} artifact cannot score pairs")
@@ -62,7 +70,8 @@ def rows_done(tok: Tokenized, progress):
 
     def on_rows(rows) -> None:
         done[rows] = True
-        progress(int((done[tok.left] & done[tok.right]).sum()) if tok.left is not None else int(done.sum()))
+        both = done[tok.left] & done[tok.right] if tok.right is not None else done[tok.left]
+        progress(int(both.sum()))
 
     return on_rows
 
@@ -71,10 +80,10 @@ def run_pairs(runtime, tok: Tokenized, token_budget: int, progress=None) -> Scor
     manifest, enc = runtime.manifest, tok.enc
     run = run_encoded(runtime.engine, enc, token_budget, rows_done(tok, progress))
     run.stats.tokenize_seconds = tok.tokenize_seconds
+    li, ri = tok.left, tok.right
     if manifest.task == "pair-classification":
         scores = heads.positive_probability(run.outputs, manifest.positive_label or 0)
-        return Scored(scores, run.errors, enc.truncated, run.stats)
-    li, ri = tok.left, tok.right
+        return Scored(scores[li], [run.errors[i] for i in li], enc.truncated[li], run.stats)
     scores = heads.cosine(run.outputs[li], run.outputs[ri])
     errors = [run.errors[a] or run.errors[b] for a, b in zip(li, ri)]
     return Scored(scores, errors, enc.truncated[li] | enc.truncated[ri], run.stats)
@@ -89,11 +98,12 @@ def tokenize_texts(runtime, texts: list[str]) -> Tokenized:
     if runtime.manifest.task not in SINGLE_TEXT_TASKS:
         raise ValueError(f"a {runtime.manifest.task} artifact cannot score single texts")
     t0 = time.perf_counter()
-    enc = runtime.encoder.encode(texts)
-    return Tokenized(enc, time.perf_counter() - t0)
+    distinct, rows = _distinct(texts)
+    return Tokenized(runtime.encoder.encode(distinct), time.perf_counter() - t0, rows)
 
 
 def run_texts(runtime, tok: Tokenized, token_budget: int, progress=None) -> Scored:
     run = run_encoded(runtime.engine, tok.enc, token_budget, rows_done(tok, progress))
     run.stats.tokenize_seconds = tok.tokenize_seconds
-    return Scored(run.outputs, run.errors, tok.enc.truncated, run.stats)
+    rows = tok.left
+    return Scored(run.outputs[rows], [run.errors[i] for i in rows], tok.enc.truncated[rows], run.stats)

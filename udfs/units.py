@@ -182,5 +182,5 @@ class UnitScoring:
         else:  # float32 is what every engine returns, so the cache stores embeddings losslessly
             out["embedding"] = [embedding_bytes(v) if g else None for v, g in zip(scored.values, good)]
         # _model: the artifact that scored (--fallback-model's where a worker refused --model's)
-        out.update(truncated=scored.truncated, _tokens=tok.enc.lengths, error=errors, _model=runtime.manifest.model_id)
+        out.update(truncated=scored.truncated, _tokens=tok.enc.lengths[tok.left], error=errors, _model=runtime.manifest.model_id)
         return pd.DataFrame(out), scored
