@@ -131,24 +131,31 @@ def test_report_names_the_ceilings_library_the_vector_bound_and_any_figure_above
     assert "torch.matmul 90.0 GFLOP/s as 2 processes x 1 thread, 80.0 as 1 x 2, onnxruntime MatMul 100.0" in md
 
 
-def test_each_jobs_cold_run_is_judged_and_reported_beside_its_steady_state(tmp_path):
+def test_each_jobs_cold_runs_are_judged_and_reported_with_their_time_beyond_the_bare_engine(tmp_path):
     from bench.run import judge
 
     r = _results()
     intent = {**r["jobs"][0], "job": "query_intent", "vs_bare_engine": 0.8,
-              "cold": {"exit_code": 52, "error": ["OutOfMemoryError"]}}
-    r["jobs"] = [{**r["jobs"][0], "cold": {"scoring_seconds": 12.5, "rows_per_second": 8.0, "vs_bare_engine": 0.905}},
+              "cold": {"rows": 100, "exit_code": 52, "error": ["OutOfMemoryError"]}}
+    r["jobs"] = [{**r["jobs"][0],
+                  "cold": {"rows": 100, "scoring_seconds": 12.5, "rows_per_second": 8.0, "real_tokens": 900,
+                           "overhead_seconds": 1.2, "vs_bare_engine": 0.905},
+                  "cold_nightly": {"rows": 800, "scoring_seconds": 80.0, "rows_per_second": 10.0, "real_tokens": 7200,
+                                   "overhead_seconds": 9.6, "vs_bare_engine": 0.88}},
                  intent]
     verdicts = {t["target"]: t for t in judge(r, "refused")}
-    assert verdicts["job_vs_bare_engine (duplicates, cold)"]["met"]
-    assert "steady state 0.910" in verdicts["job_vs_bare_engine (duplicates, cold)"]["note"]
-    failed = verdicts["job_vs_bare_engine (query_intent, cold)"]
+    small = verdicts["job_vs_bare_engine (duplicates, cold, 100 rows)"]
+    assert small["met"] and "steady state 0.910" in small["note"] and "1.2 s beyond" in small["note"]
+    nightly = verdicts["job_vs_bare_engine (duplicates, cold, 800 rows)"]
+    assert not nightly["met"] and "on the 100-row run's texts" in nightly["note"]
+    failed = verdicts["job_vs_bare_engine (query_intent, cold, 100 rows)"]
     assert failed["value"] is None and not failed["met"]
     r["targets"] = list(verdicts.values())
     report.write(r, tmp_path)
     md = (tmp_path / "results.md").read_text()
-    assert "| duplicates fp32 | 100 | 10.0 | 11.0 (2x1) | 91% | 12.5 | 90% |" in md
-    assert "| query_intent fp32 | 100 | 10.0 | 11.0 (2x1) | 80% | failed: exit 52 | – |" in md
+    assert "| duplicates | 100 | 12.5 | 8.0 | 900 | 90% | 1.2 |" in md
+    assert "| duplicates | 800 | 80.0 | 10.0 | 7,200 | 88% | 9.6 |" in md
+    assert "| query_intent | 100 | failed: exit 52 | – | – | – | – |" in md
 
 
 def test_only_fp32_rows_are_judged_against_the_fp32_ceiling():
