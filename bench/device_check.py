@@ -338,14 +338,13 @@ def model_flops_shape(artifact: Path) -> dict:
 
 def encoded_mix(artifact: Path, task: str, pairs: tuple[list, list]):
     """The job's own texts for this artifact, tokenized as the worker does."""
-    from udfs.tokenize import TextEncoder, distinct_positions
+    from udfs.tokenize import TextEncoder
 
     encoder = TextEncoder(artifact / "tokenizer" / "tokenizer.json", MAX_SEQ_LEN)
     left, right = pairs
     if task == "pair-classification":
-        return encoder.encode_pairs(left, right)
-    distinct, _ = distinct_positions(left + right)
-    return encoder.encode(distinct)
+        return encoder.encode_pairs_distinct(left, right)[0]
+    return encoder.encode_distinct(left + right)[0]
 
 
 def engine_stage(artifact: Path, task: str, device: str, sizes: Sizes, peak_tflops: float | None, mix) -> dict:

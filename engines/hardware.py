@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from typing import Mapping
 
-from udfs import imds
+from engines import imds
 
 # `neuron-ls --output-format json` replaces `-j` from Neuron 2.34; older tools know only `-j`.
 NEURON_LS_JSON_FLAGS = (("--output-format", "json"), ("-j",))
@@ -189,7 +189,7 @@ def instance_type(product_name: str = DMI_PRODUCT_NAME) -> str | None:
 
     Nitro instances put it in DMI's product name, which costs no request (the EC2 guide documents
     only board_asset_tag there, hence the shape check); other hosts (Xen instances, containers
-    without /sys) ask instance metadata (udfs/imds.py). neuron-ls prints no per-device instance
+    without /sys) ask instance metadata (engines/imds.py). neuron-ls prints no per-device instance
     type to read it from.
     """
     try:

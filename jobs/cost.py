@@ -2,7 +2,7 @@
 
 Nightly scoring is bought by the instance-hour. The price is --usd-per-hour, else the on-demand
 price of the instance type in jobs/prices.py; the type is --instance-type, else what the
-executors read from EC2 instance metadata (udfs/imds.py). A type with no price is a warning and
+executors read from EC2 instance metadata (engines/imds.py). A type with no price is a warning and
 no cost, never a failed run.
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ import pytest
 
 from jobs import prices
 from jobs.cost import describe, run_cost
-from udfs import imds
+from engines import imds
 
 # Two executor hosts, three tasks; what each host read from instance metadata.
 TASKS = [{"host": "ip-10-0-0-1", "instance_type": "g5.2xlarge"}, {"host": "ip-10-0-0-1", "instance_type": "g5.2xlarge"},

@@ -213,7 +213,7 @@ def test_local_probes_use_the_tools(fake_tools):
 
 
 def test_instance_type_comes_from_the_host_not_from_neuron_ls(tmp_path, monkeypatch):
-    """Nitro instances name their type in DMI; elsewhere instance metadata answers (udfs/imds.py)."""
+    """Nitro instances name their type in DMI; elsewhere instance metadata answers (engines/imds.py)."""
     product_name = tmp_path / "product_name"
     product_name.write_text("inf2.24xlarge\n")
     assert hardware.instance_type(str(product_name)) == "inf2.24xlarge"

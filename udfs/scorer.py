@@ -21,8 +21,9 @@ from typing import Iterator
 import pandas as pd
 import pyarrow as pa
 
+from engines import imds
 from engines.errors import EngineUnavailableError, TargetMismatchError
-from udfs import faults, imds
+from udfs import faults
 from udfs.cache import WORKER_CACHE
 from udfs.device import bind_device, task_cpus, task_resources
 from udfs.progress import ProgressReporter, relayed

@@ -13,7 +13,6 @@ import numpy as np
 
 from udfs import heads
 from udfs.execute import RunStats, run_encoded
-from udfs.tokenize import distinct_positions
 
 
 @dataclasses.dataclass
@@ -41,22 +40,14 @@ class Tokenized:
     right: np.ndarray | None = None  # a bi-encoder pair: row -> index in `enc` of its right text
 
 
-def _distinct(items: list) -> tuple[list, np.ndarray]:
-    """Distinct items, and each item's index among them."""
-    distinct, rows = distinct_positions(items)
-    return distinct, (np.arange(len(distinct)) if rows is None else rows)
-
-
 def tokenize_pairs(runtime, left: list[str], right: list[str]) -> Tokenized:
     task = runtime.manifest.task
     t0 = time.perf_counter()
     if task == "pair-classification":
-        distinct, rows = _distinct(list(zip(left, right)))
-        enc = runtime.encoder.encode_pairs([a for a, _ in distinct], [b for _, b in distinct])
+        enc, rows = runtime.encoder.encode_pairs_distinct(left, right)
         return Tokenized(enc, time.perf_counter() - t0, rows)
     if task == "embedding":
-        distinct, rows = _distinct(left + right)
-        enc = runtime.encoder.encode(distinct)  # all distinct: the encoder finds nothing more to share
+        enc, rows = runtime.encoder.encode_distinct(left + right)
         return Tokenized(enc, time.perf_counter() - t0, rows[:len(left)], rows[len(left):])
     raise ValueError(f"a {task} artifact cannot score pairs")
 
@@ -98,8 +89,8 @@ def tokenize_texts(runtime, texts: list[str]) -> Tokenized:
     if runtime.manifest.task not in SINGLE_TEXT_TASKS:
         raise ValueError(f"a {runtime.manifest.task} artifact cannot score single texts")
     t0 = time.perf_counter()
-    distinct, rows = _distinct(texts)
-    return Tokenized(runtime.encoder.encode(distinct), time.perf_counter() - t0, rows)
+    enc, rows = runtime.encoder.encode_distinct(texts)
+    return Tokenized(enc, time.perf_counter() - t0, rows)
 
 
 def run_texts(runtime, tok: Tokenized, token_budget: int, progress=None) -> Scored:

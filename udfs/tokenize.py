@@ -84,9 +84,18 @@ class TextEncoder:
         return texts, clipped
 
     def encode(self, texts: list[str]) -> Encoded:
+        return _fan_out(*self._singles(texts))
+
+    def encode_distinct(self, texts: list[str]) -> tuple[Encoded, np.ndarray]:
+        """Each distinct text's encoding once, and each text's index among them: what a worker
+        sends the engine, so that a text repeated in a batch runs once (udfs/tasks.py)."""
+        enc, rows = self._singles(texts)
+        return enc, _indices(rows, len(enc.ids))
+
+    def _singles(self, texts: list[str]) -> tuple[Encoded, np.ndarray | None]:
         distinct, rows = distinct_positions(texts)
         distinct, clipped = self._clip(distinct)
-        return _fan_out(self._encode_singles(distinct, clipped), rows)
+        return self._encode_singles(distinct, clipped), rows
 
     def _encode_singles(self, texts: list[str], clipped: np.ndarray) -> Encoded:
         """The texts flash-tokenizer takes in one call to it, the rest in one to `tokenizers`,
@@ -109,10 +118,18 @@ class TextEncoder:
         return [e.ids for e in encodings], np.array([bool(e.overflowing) for e in encodings], dtype=bool)
 
     def encode_pairs(self, left: list[str], right: list[str]) -> Encoded:
+        return _fan_out(*self._pairs(left, right))
+
+    def encode_pairs_distinct(self, left: list[str], right: list[str]) -> tuple[Encoded, np.ndarray]:
+        """`encode_distinct` for pairs: each distinct (left, right) once, and each pair's index."""
+        enc, rows = self._pairs(left, right)
+        return enc, _indices(rows, len(enc.ids))
+
+    def _pairs(self, left: list[str], right: list[str]) -> tuple[Encoded, np.ndarray | None]:
         distinct, rows = distinct_positions(list(zip(left, right)))
         dl, clipped_l = self._clip([a for a, _ in distinct])
         dr, clipped_r = self._clip([b for _, b in distinct])
-        return _fan_out(self._pack(self._encode_batch(list(zip(dl, dr))), clipped_l | clipped_r), rows)
+        return self._pack(self._encode_batch(list(zip(dl, dr))), clipped_l | clipped_r), rows
 
     @staticmethod
     def _pack(encodings, clipped: np.ndarray) -> Encoded:
@@ -129,6 +146,11 @@ def _fan_out(enc: Encoded, rows: np.ndarray | None) -> Encoded:
     return Encoded([enc.ids[i] for i in rows], [enc.type_ids[i] for i in rows], enc.truncated[rows])
 
 
+def _indices(rows: np.ndarray | None, distinct: int) -> np.ndarray:
+    """`distinct_positions`' indices, spelled out where every item was distinct."""
+    return np.arange(distinct) if rows is None else rows
+
+
 def _merge(*parts: tuple[np.ndarray, Encoded], n: int) -> Encoded:
     """One Encoded of n rows from parts that each hold the rows at their positions."""
     ids: list = [None] * n
@@ -142,8 +164,7 @@ def _merge(*parts: tuple[np.ndarray, Encoded], n: int) -> Encoded:
 
 
 def distinct_positions(items: list) -> tuple[list, np.ndarray | None]:
-    """Distinct items in first-seen order, and each item's index among them (None: all distinct).
-    Also how a bi-encoder's Arrow batch finds its distinct side texts (udfs/tasks.py)."""
+    """Distinct items in first-seen order, and each item's index among them (None: all distinct)."""
     position: dict = {}
     rows = np.fromiter((position.setdefault(x, len(position)) for x in items), dtype=np.int64, count=len(items))
     if len(position) == len(items):
