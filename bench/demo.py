@@ -44,7 +44,7 @@ def ensure_artifact(out: Path, argv: list[str]) -> Path:
     if _is_current(out, argv):
         return out
     print(f"demo: compiling {out.name} (about 30 s) ...", flush=True)
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     if compile_cli.main(argv + ["--out", str(out)]) != 0:
         sys.exit("demo: compile failed")
@@ -96,7 +96,7 @@ def intent_demo(rows: int, work: Path, run_date: str) -> None:
     argv = ["--encoder", str(minilm_dir()), "--examples", str(examples), "--split", "build", "--name", "intent-centroid-minilm"]
     if not _is_current(model, argv):
         print("demo: building the intent model from the build split (about 30 s) ...", flush=True)
-        from engines import centroid
+        from compiler import centroid
 
         if centroid.main(argv + ["--out", str(model)]) != 0:
             sys.exit("demo: intent model build failed")

@@ -12,7 +12,7 @@ finished ones), each failure recorded without stopping the others:
 1. environment: Python, torch, CUDA, the GPU, what is importable, the kit;
 2. ceilings: the bf16 and fp16 matrix-product peak and the device-to-device copy rate, measured;
 3. models: all-MiniLM-L6-v2 (from the kit, fp16 weights) and a random-weight BERT-base built
-   from its config (nothing is downloaded), each compiled with engines.compile's build_artifact
+   from its config (nothing is downloaded), each compiled with compiler.compile's build_artifact
    into fp16 and bf16 torch-cuda artifacts, plus MiniLM with a random intent head for the intent job;
 4. parity of each artifact on the GPU against transformers fp32 on the CPU, on generated pairs,
    with engines.parity's score gate (the one the engines use);
@@ -258,9 +258,9 @@ def intent_model(encoder_dir: Path, folder: Path) -> Path:
 
 
 def compile_torch_cuda(hf_dir: Path, task: str, out: Path, precision: str, name: str) -> dict:
-    """engines.compile's own path; validated on this machine's GPU where it has one."""
-    from engines.compile import build_artifact
-    from engines.export import load_reference
+    """compiler.compile's own path; validated on this machine's GPU where it has one."""
+    from compiler.compile import build_artifact
+    from compiler.export import load_reference
 
     module, labels = load_reference(hf_dir, task)
     t0 = time.perf_counter()
@@ -553,9 +553,9 @@ def worker_stage(artifact: Path, job: str, data: Path, device: str, sizes: Sizes
 
 def tensorrt_stage(hf_dir: Path, task: str, reference, work: Path, device: str, seconds: float) -> dict:
     """MiniLM as a TensorRT fp16 plan, next to torch-cuda: build, gate, sequence-128 rate."""
-    from engines.accel_compile import Options
-    from engines.compile import build_artifact
-    from engines.export import load_reference
+    from compiler.accel_compile import Options
+    from compiler.compile import build_artifact
+    from compiler.export import load_reference
 
     module, labels = load_reference(hf_dir, task)
     out = work / "minilm-tensorrt-fp16"
@@ -666,7 +666,7 @@ def run(args) -> int:
     intent = results.stage("compile_intent_fp16", lambda: compile_torch_cuda(
         Path(hf["intent"]["hf_dir"]), "text-classification", work / "intent-fp16", "fp16", "intent"), deadline)
 
-    from engines.export import load_reference
+    from compiler.export import load_reference
     from transformers import AutoTokenizer
 
     from engines import parity

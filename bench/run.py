@@ -81,7 +81,7 @@ def minilm_dir() -> Path:
 
 def ensure_artifact(out: Path, argv: list[str]) -> tuple[Path | None, str | None]:
     """Compile unless a verified artifact from the same arguments exists; (path, None) or (None, why not)."""
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
     from engines.artifact import open_artifact
     from engines.errors import ArtifactError
 
@@ -116,20 +116,20 @@ def _code_digest() -> str:
     import hashlib
 
     h = hashlib.sha256()
-    for rel in ("engines/compile.py", "engines/onnx_optimize.py", "engines/parity.py", "engines/parity_data.py",
-                "engines/export.py", "engines/centroid.py"):
+    for rel in ("compiler/compile.py", "compiler/onnx_optimize.py", "engines/parity.py", "compiler/parity_data.py",
+                "compiler/export.py", "compiler/centroid.py"):
         h.update((ROOT / rel).read_bytes())
     return h.hexdigest()[:16]
 
 
 def minilm_compile_args(*extra: str) -> list[str]:
-    """engines.compile's arguments for the bench's all-MiniLM-L6-v2 bi-encoder artifacts."""
+    """compiler.compile's arguments for the bench's all-MiniLM-L6-v2 bi-encoder artifacts."""
     return ["--model", str(minilm_dir()), "--task", "embedding", "--name", "all-minilm-l6-v2", "--version", "1",
             "--max-seq-len", "256", "--threshold", str(THRESHOLD), *extra]
 
 
 def ensure_intent_artifact(out: Path) -> Path:
-    from engines import centroid
+    from compiler import centroid
     from engines.artifact import open_artifact
     from engines.errors import ArtifactError
 

@@ -1,1 +1,2 @@
-"""Inference backends behind one interface, the model artifact, and the compile CLI."""
+"""Inference backends behind one interface and the model artifact: what an executor imports to
+load and run an artifact. The toolchain that writes artifacts is compiler/."""

@@ -151,8 +151,8 @@ def _not_an_artifact(folder: Path) -> str:
     # The usual mistake: pointing a job at the Hugging Face folder instead of its compiled artifact.
     if (folder / "config.json").is_file():
         return (f"a Hugging Face model folder (config.json, no {MANIFEST}), not an artifact; compile it first: "
-                f"python -m engines.compile --model {folder} --task {{{','.join(TASKS)}}} --out artifacts/{folder.name}")
-    return f"{MANIFEST} not found: not an artifact folder (make one with python -m engines.compile)"
+                f"python -m compiler --model {folder} --task {{{','.join(TASKS)}}} --out artifacts/{folder.name}")
+    return f"{MANIFEST} not found: not an artifact folder (make one with python -m compiler)"
 
 
 def verify_files(folder: Path, manifest: Manifest) -> None:

@@ -67,7 +67,7 @@ class Engine(abc.ABC):
     default_batch_tokens: ClassVar[int] = 512
     pad_multiple: ClassVar[int] = 8  # sequence lengths are rounded up to a multiple of this
     static_shapes: ClassVar[bool] = False  # only the compiled (batch, seq) buckets run
-    compile_stage: ClassVar[str | None] = None  # "module:Class" of its engines/stage.py Stage; None: not compiled here
+    compile_stage: ClassVar[str | None] = None  # "module:Class" of its compiler/stage.py Stage; None: not compiled here
     # Batches the scorer may have in flight at once (submit() before the previous result()).
     pipeline_depth: ClassVar[int] = 1
 

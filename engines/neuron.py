@@ -10,7 +10,7 @@ Inputs are padded on the sequence axis to the smallest compiled bucket that fits
 already does this for static engines); the batch axis is handled by the runtime's dynamic
 batching, which splits and pads dim 0 to the compiled batch size. Both switch it on at compile
 time, in the saved module (`torch_neuronx.dynamic_batch` before torch.jit.save,
-`dynamic_batch_size=True` in the Inf1 trace; engines/accel_compile.py), so a loaded bucket is
+`dynamic_batch_size=True` in the Inf1 trace; compiler/accel_compile.py), so a loaded bucket is
 used as it is.
 """
 from __future__ import annotations
@@ -100,7 +100,7 @@ class NeuronBase(Engine):
 
     @classmethod
     def missing_runtime(cls, action: str, error: ImportError) -> EngineUnavailableError:
-        """What `action` (scoring, or compiling in engines/accel_compile.py) says without the runtime."""
+        """What `action` (scoring, or compiling in compiler/accel_compile.py) says without the runtime."""
         return EngineUnavailableError(f"{action} needs {cls.distribution} ({error}); {cls.install_hint()}")
 
     def _installed_version(self, module) -> str:
@@ -120,7 +120,7 @@ class NeuronBase(Engine):
         if not versions_compatible(built, installed):
             raise TargetMismatchError(
                 f"artifact {self.manifest.model_id} was traced with {self.distribution} {built}; this worker has "
-                f"{installed}. Recompile it with the executors' Neuron SDK (python -m engines.compile --backend "
+                f"{installed}. Recompile it with the executors' Neuron SDK (python -m compiler --backend "
                 f"{self.backend} ...)")
         instance = hardware.instance_type()
         want = target.get("instance")
@@ -181,7 +181,7 @@ class NeuronxEngine(NeuronBase):
     """torch-neuronx on Inf2 / Trn1 (NeuronCore-v2)."""
 
     backend = "neuronx"
-    compile_stage = "engines.accel_compile:NeuronxStage"
+    compile_stage = "compiler.accel_compile:NeuronxStage"
     precisions = ("bf16", "fp16", "fp32")
     runtime_module = "torch_neuronx"
     distribution = "torch-neuronx"
@@ -197,7 +197,7 @@ class NeuronEngine(NeuronBase):
     """torch-neuron on Inf1 (NeuronCore-v1), legacy: traced with dynamic_batch_size=True."""
 
     backend = "neuron"
-    compile_stage = "engines.accel_compile:Inf1Stage"
+    compile_stage = "compiler.accel_compile:Inf1Stage"
     precisions = ("bf16", "fp16")
     runtime_module = "torch_neuron"
     distribution = "torch-neuron"

@@ -25,11 +25,11 @@ def features_text(features) -> str:
 class OnnxRuntimeEngine(Engine):
     backend = "onnx"
     precisions = ("fp32", "int8")
-    compile_stage = "engines.cpu_compile:OnnxStage"
+    compile_stage = "compiler.cpu_compile:OnnxStage"
     pad_multiple = 1  # the CPU gains nothing from sequence lengths rounded to 8; short queries lose a lot
 
     def __init__(self, *args, gate_on_load: bool = True, **kwargs):
-        """`gate_on_load=False` only for the compile-time gate itself (engines/cpu_compile.py)."""
+        """`gate_on_load=False` only for the compile-time gate itself (compiler/cpu_compile.py)."""
         super().__init__(*args, **kwargs)
         self.gate_on_load = gate_on_load
         self.cpu_gate: str | None = None  # the gate re-run on this CPU, in words, when it ran

@@ -32,7 +32,7 @@ EMBEDDING_MIN_COSINE = {"fp32": 0.9999, "fp16": 0.999, "bf16": 0.995}
 # scored rows (score_check), not just the probes.
 LABEL_AGREEMENT = {"fp16": 0.995, "bf16": 0.995, "int8": 0.99}
 SCORE_P99 = {"fp16": 0.01, "bf16": 0.02, "int8": 0.02}
-SCORE_GATED = ("int8",)  # precisions that engines.compile gates with check_quantized
+SCORE_GATED = ("int8",)  # precisions that compiler.compile gates with check_quantized
 MIN_SCORE_ROWS = 200  # fewer rows and one flipped label moves the agreement by more than 0.5%
 
 

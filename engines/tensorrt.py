@@ -114,9 +114,9 @@ class TensorRTEngine(Engine):
     device_kind = "cuda"
     device_words = "NVIDIA GPU"
     spark_resource = "gpu"
-    precisions = ("fp16", "fp32", "bf16")
+    precisions = trt_build.PRECISIONS
     default_batch_tokens = 8192
-    compile_stage = "engines.accel_compile:TensorRTStage"
+    compile_stage = "compiler.accel_compile:TensorRTStage"
     pipeline_depth = 2
 
     def __init__(self, *args, plan_cache: Path | None = None, **kwargs):

@@ -76,7 +76,7 @@ class TorchCudaEngine(Engine):
     runs_on_cpu = True
     precisions = ("fp16", "bf16", "fp32")
     default_batch_tokens = 8192
-    compile_stage = "engines.torch_cuda_compile:TorchCudaStage"
+    compile_stage = "compiler.torch_cuda_compile:TorchCudaStage"
     pipeline_depth = 2
 
     def __init__(self, *args, cuda_graphs: bool = True, max_graphs: int = 64, **kwargs):

@@ -12,7 +12,7 @@ from engines.errors import EngineUnavailableError
 class TorchScriptEngine(Engine):
     backend = "torch"
     legacy_backends = ("torchscript",)  # what manifests written before the rename say
-    compile_stage = "engines.cpu_compile:TorchStage"
+    compile_stage = "compiler.cpu_compile:TorchStage"
 
     def _load(self) -> None:
         try:

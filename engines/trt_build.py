@@ -22,6 +22,8 @@ BUILD_SPEC = "tensorrt/build.json"
 PLANS_DIR = "tensorrt/plans"  # prebuilt plans shipped inside an artifact (compile --build)
 # Compute capability each precision needs (T4 = 7.5 has no bf16); TensorRT >= 10.5 needs 7.5.
 MIN_COMPUTE_CAPABILITY = {"fp16": (7, 5), "fp32": (7, 5), "bf16": (8, 0)}
+# TensorRTEngine.precisions, BuildSpec's check and compile's --precision; the first is the default
+PRECISIONS = tuple(MIN_COMPUTE_CAPABILITY)
 DEFAULT_MAX_TOKENS = 16384
 DEFAULT_CACHE = "/tmp/accel-scoring-cache"
 # The supported TensorRT releases: the gpu extra (pyproject.toml), the device check and every
@@ -101,10 +103,8 @@ class BuildSpec:
     version_compatible: bool = False
 
     def __post_init__(self) -> None:
-        from engines.tensorrt import TensorRTEngine  # which imports this module
-
-        if self.precision not in TensorRTEngine.precisions:
-            raise ValueError(f"TensorRT precision must be one of {TensorRTEngine.precisions}, got {self.precision!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"TensorRT precision must be one of {PRECISIONS}, got {self.precision!r}")
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

@@ -121,7 +121,7 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     req = p.add_argument_group("Required arguments")
     req.add_argument("--input", required=True, help="input table: a folder or file, local or s3://")
     req.add_argument("--output", required=True, help="output root; rows land in <output>/run_date=<date>/")
-    req.add_argument("--model", required=True, help="artifact folder made by `python -m engines.compile` (or s3://)")
+    req.add_argument("--model", required=True, help="artifact folder made by `python -m compiler` (or s3://)")
     opt = p.add_argument_group("Optional arguments")
     opt.add_argument("--fallback-model", default=None,
                      help="artifact (fp32) a worker scores with where its engine refuses --model on its hardware "

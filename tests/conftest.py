@@ -58,7 +58,7 @@ def tiny_models(tmp_path_factory, minilm_dir) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def compile_artifact(tmp_path_factory, tiny_models):
     """compile_artifact(task, backend='onnx', **flags) -> artifact folder; cached per arguments."""
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     cache: dict = {}
     root = tmp_path_factory.mktemp("artifacts")

@@ -53,7 +53,7 @@ def without_neuron_sdk():
 def compile_neuron(tiny_models, out: Path, backend: str = "neuronx", task: str = "pair-classification",
                    extra: tuple = ()) -> dict:
     """Compile a tiny model for `backend` with the doubles; return what the double's trace saw."""
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     with neuron_doubles():
         argv = ["--model", str(tiny_models[task]), "--task", task, "--backend", backend, "--out", str(out),

@@ -11,7 +11,7 @@ from engines import registry
 from engines.artifact import Manifest
 from engines.base import Device, Engine
 from engines.errors import ArtifactError
-from engines.stage import Stage, stage_for
+from compiler.stage import Stage, stage_for
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "tensorrt", "torch_neuronx", "torch_neuron")
@@ -36,7 +36,7 @@ def test_the_shipped_backends_declare_their_facts():
 
 
 class FakeStage(Stage):
-    """The fake backend's compile stage: engines/compile.py finds it through the engine class."""
+    """The fake backend's compile stage: compiler/compile.py finds it through the engine class."""
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def _manifest(backend: str) -> Manifest:
 
 
 def test_a_new_engine_subclass_is_a_backend_everywhere(fake_backend, tmp_path):
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
     from jobs import cli, runner
     from udfs.device import bind_device
 

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 import torch
 
-from engines import centroid
+from compiler import centroid
 from engines.artifact import open_artifact
 from engines.errors import ArtifactError
 

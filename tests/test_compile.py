@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from engines import compile as compile_cli
+from compiler import compile as compile_cli
 from engines import parity
 from engines.artifact import open_artifact
 from engines.registry import engine_class

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engines import compile as compile_cli
-from engines import hardware, onnx_optimize, parity
+from compiler import compile as compile_cli
+from compiler import onnx_optimize
+from engines import hardware, parity
 from engines.artifact import MANIFEST, open_artifact, sha256_file
 from engines.errors import ParityError
 from engines.onnxruntime_cpu import OnnxRuntimeEngine, features_text

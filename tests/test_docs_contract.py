@@ -36,8 +36,8 @@ import pytest
 
 from emr import layout
 from emr.cli import build_parser as emr_parser
-from engines.centroid import build_parser as centroid_parser
-from engines.compile import build_parser as compile_parser
+from compiler.centroid import build_parser as centroid_parser
+from compiler.compile import build_parser as compile_parser
 from jobs.duplicates import build_parser as duplicates_parser
 from jobs.query_intent import build_parser as query_intent_parser
 from tests.test_readme_commands import DOCS, REPO
@@ -174,8 +174,8 @@ def emr_clis() -> list[Cli]:
 
 
 CLIS = [
-    Cli("python -m engines.compile", compile_parser(), README, ["`python -m engines.compile`"]),
-    Cli("python -m engines.centroid", centroid_parser(), README, ["`python -m engines.centroid`"]),
+    Cli("python -m compiler", compile_parser(), README, ["`python -m compiler`"]),
+    Cli("python -m compiler.centroid", centroid_parser(), README, ["`python -m compiler.centroid`"]),
     Cli("jobs/duplicates.py", duplicates_parser(), README, ["The jobs", "`jobs/duplicates.py` only"]),
     Cli("jobs/query_intent.py", query_intent_parser(), README, ["The jobs", "`jobs/query_intent.py` only"]),
     *emr_clis(),
@@ -302,7 +302,7 @@ def package_outputs() -> list[str]:
 
 
 JOB_PARSERS = {"jobs/duplicates.py": duplicates_parser(), "jobs/query_intent.py": query_intent_parser()}
-MODULE_PARSERS = {"python -m engines.compile": compile_parser(), "python -m engines.centroid": centroid_parser()}
+MODULE_PARSERS = {"python -m compiler": compile_parser(), "python -m compiler.centroid": centroid_parser()}
 
 
 def flag_problems(parser: argparse.ArgumentParser, args: list[str], name: str) -> list[str]:

@@ -75,7 +75,7 @@ def test_hugging_face_folder_says_to_compile_it_first(tiny_models, tmp_path, cap
     assert rc == 2 and summary is None
     assert err.splitlines() == [
         f"error: --model {folder}: a Hugging Face model folder (config.json, no manifest.json), not an artifact; "
-        f"compile it first: python -m engines.compile --model {folder} "
+        f"compile it first: python -m compiler --model {folder} "
         f"--task {{pair-classification,text-classification,embedding}} --out artifacts/{folder.name}"]
     assert not (tmp_path / "out").exists()
 

@@ -10,7 +10,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 @pytest.fixture(scope="module")
 def minilm_artifact(minilm_dir, tmp_path_factory):
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     out = tmp_path_factory.mktemp("minilm") / "artifact"
     assert compile_cli.main(["--model", str(minilm_dir), "--task", "embedding", "--out", str(out),

@@ -93,7 +93,7 @@ def test_compile_inf1_uses_fp32_cast_and_dynamic_batch_size(inf1):
 
 def test_trn2_is_refused_since_neuron_ended_torch_neuronx_inference_there(tiny_models, tmp_path, capsys):
     """Neuron 2.34 ended PyTorch/XLA inference on Trn2: an artifact for it would have no runtime."""
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     with neuron_doubles():
         rc = compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",
@@ -109,7 +109,7 @@ def test_compile_without_the_neuron_sdk_is_a_clear_error(tiny_models, tmp_path, 
     """Inf1's torch-neuron cannot install next to torch >= 2.3 or on Python 3.11: its error says where it can."""
     import torch
 
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     mp = without_neuron_sdk()
     try:
@@ -144,7 +144,7 @@ def test_inf1_extra_resolves_on_its_own_python_and_torch():
 
 
 def test_neuron_buckets_must_cover_max_seq_len(tiny_models, tmp_path, capsys):
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     with neuron_doubles():
         rc = compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",
@@ -340,7 +340,7 @@ def _real_neuronx() -> bool:
 @pytest.mark.neuron
 @pytest.mark.skipif(not _real_neuronx(), reason="needs torch-neuronx and a Neuron device")
 def test_real_neuronx_compile_and_run(tiny_models, tmp_path):
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     out = tmp_path / "real"
     assert compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",

@@ -47,7 +47,7 @@ def test_torch_neuron_double_takes_the_documented_keywords(doubles):
 
 def test_dynamic_batch_changes_the_traced_module_in_place(doubles):
     """Documented: it modifies `neuron_script` in place and returns a reference to it, so the
-    flag is part of what torch.jit.save writes (engines/accel_compile.py applies it before saving)."""
+    flag is part of what torch.jit.save writes (compiler/accel_compile.py applies it before saving)."""
     import torch
 
     torch_neuronx = doubles["torch_neuronx"]

@@ -1,4 +1,4 @@
-"""BERT fusion and the int8 parity gate (engines/onnx_optimize.py, engines/parity.py), on tiny BERTs."""
+"""BERT fusion and the int8 parity gate (compiler/onnx_optimize.py, engines/parity.py), on tiny BERTs."""
 import json
 import shutil
 from pathlib import Path
@@ -8,8 +8,9 @@ import onnx
 import pandas as pd
 import pytest
 
-from engines import compile as compile_cli
-from engines import onnx_optimize, parity, probes
+from compiler import compile as compile_cli
+from compiler import onnx_optimize
+from engines import parity, probes
 from engines.artifact import open_artifact
 from engines.registry import engine_class
 
@@ -57,7 +58,7 @@ def test_compile_fuses_by_default(compile_artifact):
 def test_classic_forward_is_the_same_model_and_is_undone(tiny_models):
     import torch
 
-    from engines.export import example_inputs, load_reference
+    from compiler.export import example_inputs, load_reference
 
     module, _ = load_reference(tiny_models["pair-classification"], "pair-classification")
     x = example_inputs(3, 12)

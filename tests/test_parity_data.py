@@ -1,8 +1,8 @@
-"""--parity-data reads the jobs' own input (engines/parity_data.py) as the jobs would score it."""
+"""--parity-data reads the jobs' own input (compiler/parity_data.py) as the jobs would score it."""
 import pandas as pd
 import pytest
 
-from engines import parity_data
+from compiler import parity_data
 from udfs.workloads import Duplicates
 
 

@@ -234,7 +234,7 @@ def test_fp16_and_bf16_graphs_keep_fp32_io_and_norms(trt_artifact, tmp_path):
     import onnx
     from onnx import TensorProto
 
-    from engines.onnx_precision import convert_precision
+    from compiler.onnx_precision import convert_precision
 
     convert_precision(trt_artifact / "model.onnx", tmp_path / "bf16.onnx", "bf16")
     for path, half in ((trt_artifact / "tensorrt/model.fp16.onnx", TensorProto.FLOAT16),
@@ -254,7 +254,7 @@ def test_bf16_weights_round_to_nearest(tmp_path, trt_artifact):
     import onnx
     from onnx import numpy_helper
 
-    from engines.onnx_precision import convert_precision
+    from compiler.onnx_precision import convert_precision
 
     convert_precision(trt_artifact / "model.onnx", tmp_path / "bf16.onnx", "bf16")
     fp32 = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(trt_artifact / "model.onnx")).graph.initializer}
@@ -268,7 +268,7 @@ def test_bf16_weights_round_to_nearest(tmp_path, trt_artifact):
 
 
 def test_bf16_rounds_to_nearest_even_clamps_and_keeps_scalars_scalar():
-    from engines.onnx_precision import BF16_MAX, bf16_tensor
+    from compiler.onnx_precision import BF16_MAX, bf16_tensor
 
     rng = np.random.default_rng(0)
     values = np.concatenate([rng.normal(size=4000).astype(np.float32) * np.float32(10.0) ** rng.integers(-40, 38, 4000),
@@ -288,7 +288,7 @@ def test_bf16_graph_wiring_matches_when_widened_back_to_fp32(tmp_path, trt_artif
     from onnx import TensorProto, numpy_helper
 
     from engines import parity
-    from engines.onnx_precision import convert_precision
+    from compiler.onnx_precision import convert_precision
 
     convert_precision(trt_artifact / "model.onnx", tmp_path / "bf16.onnx", "bf16")
     model = onnx.load(str(tmp_path / "bf16.onnx"))
@@ -379,7 +379,7 @@ def test_without_a_gpu_the_error_says_so(trt_artifact, monkeypatch):
 
 
 def test_compile_rejects_options_that_do_not_fit_the_backend(tiny_models, tmp_path, capsys):
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     base = ["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification", "--out", str(tmp_path / "x")]
     assert compile_cli.main(base + ["--backend", "onnx", "--precision", "fp16"]) == 2
@@ -417,7 +417,7 @@ def test_plan_builds_runs_and_matches_onnx_runtime(trt_artifact, tmp_path, monke
 
 @requires_cuda
 def test_compile_build_ships_a_checked_plan(tiny_models, tmp_path):
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     out = tmp_path / "built"
     assert compile_cli.main(["--model", str(tiny_models["pair-classification"]), "--task", "pair-classification",
@@ -544,7 +544,7 @@ def test_the_engine_raises_when_tensorrt_refuses_a_call(trt_artifact, emulated_g
 @pytest.fixture(scope="module")
 def three_label_artifact(tmp_path_factory, minilm_dir):
     """A 3-label head: 12-byte output rows, so a 48-row chunk ends off a 256-byte boundary."""
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
     from tests.conftest import build_tiny_bert
 
     root = tmp_path_factory.mktemp("three-labels")
@@ -636,7 +636,7 @@ def test_compile_build_keeps_its_plans_apart_without_touching_the_environment(tr
     this build's, and it leaves ACCEL_SCORING_CACHE as it found it (the emulated GPU set it)."""
     import shutil
 
-    from engines import accel_compile
+    from compiler import accel_compile
 
     work = tmp_path / "work"
     shutil.copytree(trt_artifact, work)

@@ -69,7 +69,7 @@ def test_bf16_compiles_and_passes_its_gate(compile_artifact):
 
 
 def test_the_real_minilm_converts_exactly(minilm_dir, tmp_path):
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     out = tmp_path / "minilm"
     assert compile_cli.main(["--model", str(minilm_dir), "--task", "embedding", "--backend", "torch-cuda",
@@ -81,7 +81,7 @@ def test_the_real_minilm_converts_exactly(minilm_dir, tmp_path):
 def test_a_model_it_does_not_implement_is_refused_naming_what_and_the_alternative(tiny_models, tmp_path, capsys):
     from transformers import BertConfig
 
-    from engines import compile as compile_cli
+    from compiler import compile as compile_cli
 
     folder = tmp_path / "relative"
     import shutil

@@ -41,7 +41,7 @@ def _optional_field_typo(tmp_path, model, tiny_models):
 
 
 def _hugging_face_folder_as_model(tmp_path, model, tiny_models):
-    return dict(input=_input(tmp_path), model=tiny_models["pair-classification"]), "engines.compile"
+    return dict(input=_input(tmp_path), model=tiny_models["pair-classification"]), "compiler.compile"
 
 
 def _odd_run_date(tmp_path, model, tiny_models):

@@ -1,6 +1,6 @@
 """fp16 and bf16 copies of an fp32 ONNX graph, for builders that take the precision from the graph.
 
-Like engines/onnx_optimize.py this is ONNX graph surgery with ONNX Runtime's own tools: its
+Like compiler/onnx_optimize.py this is ONNX graph surgery with ONNX Runtime's own tools: its
 fp16 converter, then, for bf16, every half tensor relabelled as bfloat16 with weights rounded
 by ml_dtypes from their fp32 originals (not from fp16, whose subnormals would lose the small
 ones). Inputs and outputs keep their fp32 types. TensorRT reads these graphs strongly typed

@@ -1,7 +1,7 @@
-"""Compile by stage: export -> optimise or convert -> validate, then engines/compile.py writes.
+"""Compile by stage: export -> optimise or convert -> validate, then compiler/compile.py writes.
 
 Each backend contributes one Stage, named by its Engine subclass's `compile_stage`
-(engines/base.py), so engines/compile.py dispatches on the engine class and runs the same
+(engines/base.py), so compiler/compile.py dispatches on the engine class and runs the same
 steps for every backend: a new backend brings its Engine subclass and its Stage, nothing else.
 Stage modules import their compilers (torch, onnx, Neuron) only when a stage runs.
 """
@@ -19,7 +19,7 @@ from engines import registry
 class CompileJob:
     """What every stage reads: the reference module, the folder being written and the choices."""
 
-    module: Any  # the transformers reference (engines/export.py)
+    module: Any  # the transformers reference (compiler/export.py)
     work: Path  # the artifact folder being written
     backend: str
     task: str
@@ -28,7 +28,7 @@ class CompileJob:
     buckets: tuple[tuple[int, int], ...]
     precision: str
     tokenizer: Any
-    options: Any  # engines.accel_compile.Options
+    options: Any  # compiler.accel_compile.Options
     optimize: str = "none"
     threshold: float = 0.5
     positive_label: int | None = None
@@ -36,7 +36,7 @@ class CompileJob:
 
 
 class Stage:
-    """One backend's compile steps; engines/compile.py calls them in order."""
+    """One backend's compile steps; compiler/compile.py calls them in order."""
 
     builds_here = False  # whether `compile --build` (Options.build) applies: build for this machine's device now
 

@@ -1,4 +1,4 @@
-"""The torch-cuda compile stage (engines/stage.py): a transformers BERT as engines/torch_bert.py's
+"""The torch-cuda compile stage (compiler/stage.py): a transformers BERT as engines/torch_bert.py's
 architecture file and state dict, in the artifact's precision.
 
 Checked twice here: the module in fp32 against transformers on the CPU (logits max |diff| <=
@@ -12,9 +12,9 @@ from __future__ import annotations
 import importlib.metadata
 
 from engines import parity
-from engines.accel_compile import AcceleratedStage
+from compiler.accel_compile import AcceleratedStage
 from engines.errors import ArtifactError, ParityError
-from engines.stage import CompileJob
+from compiler.stage import CompileJob
 
 # The transformers names of what torch_bert reads, per torch_bert name.
 EMBEDDINGS = {"word": "word_embeddings", "position": "position_embeddings", "token_type": "token_type_embeddings",
@@ -24,7 +24,7 @@ LAYER = {"attention_out": "attention.output.dense", "attention_norm": "attention
 
 
 def _parts(module):
-    """(BertModel, classifier or None, head settings) of engines/export.py's wrapped reference."""
+    """(BertModel, classifier or None, head settings) of compiler/export.py's wrapped reference."""
     if hasattr(module, "encoder"):  # export.Embedder
         return module.encoder, None, {"head": "embedding", "pooling": module.pooling}
     model = module.model  # export.Classifier around an AutoModelForSequenceClassification

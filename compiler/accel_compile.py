@@ -1,4 +1,4 @@
-"""The compile stages of the accelerated backends (engines/stage.py): TensorRT build specs and Neuron traces.
+"""The compile stages of the accelerated backends (compiler/stage.py): TensorRT build specs and Neuron traces.
 
 - tensorrt: the fp32 `model.onnx` (checked against transformers on the CPU, and the CPU
   fallback), the graph in the build precision (`tensorrt/model.fp16.onnx`, checked with ONNX
@@ -21,9 +21,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from engines import onnx_precision, parity, registry, trt_build
+from compiler import onnx_precision
+from engines import parity, registry, trt_build
 from engines.errors import ArtifactError, EngineUnavailableError
-from engines.stage import CompileJob, Stage
+from compiler.stage import CompileJob, Stage
 
 NEURONX_TARGETS = ("inf2", "trn1", "trn1n")
 # Targets neuronx-cc still knows but no supported inference runtime runs this project's torch-neuronx
@@ -82,7 +83,7 @@ class AcceleratedStage(Stage):
 class TensorRTStage(AcceleratedStage):
     builds_here = True
     def export(self, job: CompileJob) -> dict:
-        from engines import export as onnx_export
+        from compiler import export as onnx_export
 
         super().export(job)
         onnx_export.export_onnx(job.module, job.work / "model.onnx", job.output, job.max_seq_len)
@@ -143,7 +144,7 @@ class NeuronStage(AcceleratedStage):
     def convert(self, job: CompileJob) -> dict:
         import torch
 
-        from engines import export as onnx_export
+        from compiler import export as onnx_export
         from engines.neuron import bucket_file
 
         engine = registry.engine_class(job.backend)

@@ -1,4 +1,4 @@
-"""The compile stages of the CPU backends (engines/stage.py): ONNX Runtime and TorchScript.
+"""The compile stages of the CPU backends (compiler/stage.py): ONNX Runtime and TorchScript.
 
 Both are checked by running the written artifact on this machine's CPU against the
 transformers reference; an int8 ONNX graph by the score gate of engines/parity.py, whose rows
@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 
 from engines import hardware, parity
-from engines.stage import CompileJob, Stage
+from compiler.stage import CompileJob, Stage
 
 
 def _engine(job: CompileJob, manifest):
@@ -21,7 +21,7 @@ def _engine(job: CompileJob, manifest):
 
 class OnnxStage(Stage):
     def export(self, job: CompileJob) -> dict:
-        from engines.onnx_optimize import export_cpu
+        from compiler.onnx_optimize import export_cpu
 
         graph = export_cpu(job.module, job.work / "model.onnx", job.output, job.max_seq_len, job.optimize,
                            job.precision)  # the export, fused and quantised as asked
@@ -45,7 +45,7 @@ class OnnxStage(Stage):
 
 class TorchStage(Stage):
     def export(self, job: CompileJob) -> dict:
-        from engines import export
+        from compiler import export
 
         export.export_torchscript(job.module, job.work / "model.pt")
         try:

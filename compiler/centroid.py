@@ -1,6 +1,6 @@
 """Build a text-classification artifact from a sentence encoder and labelled example texts.
 
-    python -m engines.centroid --encoder HF_DIR --examples examples.csv --out artifacts/intent
+    python -m compiler.centroid --encoder HF_DIR --examples examples.csv --out artifacts/intent
 
 A nearest-centroid classifier written as a linear head: the weights are the L2-normalised
 mean embeddings of each label's examples, the logits are cosine / temperature. The head sits
@@ -62,7 +62,7 @@ def read_examples(path: Path, split: str | None) -> tuple[list[str], list[str]]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m engines.centroid", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m compiler.centroid", description=__doc__.split("\n\n")[0])
     p.add_argument("--encoder", required=True, type=Path, help="Hugging Face sentence-encoder folder")
     p.add_argument("--examples", required=True, type=Path, help="CSV with columns intent, query (and optionally split)")
     p.add_argument("--out", required=True, type=Path)
@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from transformers import AutoTokenizer
 
-    from engines.compile import argv_without_out, build_artifact
-    from engines.export import load_reference
+    from compiler.compile import argv_without_out, build_artifact
+    from compiler.export import load_reference
 
     try:
         texts, labels = read_examples(args.examples, args.split)

@@ -13,7 +13,7 @@ class Classifier(torch.nn.Module):
     """Sequence-classification model returning plain logits (no dicts for tracers).
 
     `untrained_weights` names the weights the checkpoint lacked, which transformers initialised
-    at random (an encoder without a task head): parity cannot see them, engines.compile refuses them.
+    at random (an encoder without a task head): parity cannot see them, compiler.compile refuses them.
     """
 
     def __init__(self, model: torch.nn.Module, untrained_weights: tuple[str, ...] = ()):

@@ -199,7 +199,7 @@ def export_cpu(module: torch.nn.Module, path: Path, output: str, max_seq_len: in
     allows it, else the plain export, saying why), `none` (the plain dynamo export).
     precision: `fp32`, or `int8` (the fp32 graph, then `quantize_int8`).
     """
-    from engines import export
+    from compiler import export
 
     if optimize not in ("auto", "fusion", "none"):
         raise ValueError(f"optimize must be auto, fusion or none, got {optimize!r}")
