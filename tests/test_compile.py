@@ -34,7 +34,7 @@ def test_engine_agrees_with_transformers_through_our_tokenizer(compile_artifact,
     from transformers import AutoModelForSequenceClassification
 
     from udfs.runtime import ScorerSpec, load_runtime
-    from udfs.tasks import score_pairs
+    from udfs.model_outputs import score_pairs
     from engines.base import Device
 
     folder = compile_artifact("pair-classification")
@@ -150,3 +150,16 @@ def test_out_that_is_not_an_artifact_is_never_replaced(tiny_models, compile_arti
     for out in (earlier, tmp_path / "empty"):  # an earlier artifact, or an empty folder: replaced
         assert compile_cli.main(base + ["--out", str(out)]) == 0
         assert (out / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize("command", ["compiler", "engines.compile"])
+def test_the_compile_command_under_its_name_and_its_old_one(tmp_path, command):
+    """`python -m engines.compile` (the name before the toolchain left engines/) still compiles:
+    it reaches a refusal of compile's own, with compile's exit code."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", command, "--model", str(tmp_path), "--task", "embedding",
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "is not a Hugging Face model folder (no config.json)" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from jobs.duplicates import main
-from jobs.io import lookalikes
+from jobs.spark_io import lookalikes
 from tests.jobhelpers import pairs_frame, read_partition, run_job
 
 
@@ -41,7 +41,7 @@ def _optional_field_typo(tmp_path, model, tiny_models):
 
 
 def _hugging_face_folder_as_model(tmp_path, model, tiny_models):
-    return dict(input=_input(tmp_path), model=tiny_models["pair-classification"]), "compiler.compile"
+    return dict(input=_input(tmp_path), model=tiny_models["pair-classification"]), "compile it first: python -m compiler --model"
 
 
 def _odd_run_date(tmp_path, model, tiny_models):
