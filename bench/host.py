@@ -120,14 +120,14 @@ def replay(artifact: Path, workload, frame: pd.DataFrame, cores: int, batch_toke
 
     The frame is dealt to `cores` shares like the job's repartition and cut into Arrow batches
     of the job's size; the first REPLAY_BATCHES of them are timed. Tokenization is timed at
-    udfs/tasks.py's tokenize functions, the engine at its infer(), batching and padding as the
+    udfs/model_outputs.py's tokenize functions, the engine at its infer(), batching and padding as the
     rest of udfs/execute.py's run_encoded; validation is the rest of `prepare`, scatter and
     output frame the rest of `finish`."""
     from contextlib import ExitStack
 
     from engines.artifact import open_artifact
     from engines.registry import engine_class
-    from udfs import tasks
+    from udfs import model_outputs
     from udfs.runtime import Runtime
     from udfs.tokenize import TextEncoder
     from udfs.workloads import ID_COUNT
@@ -149,8 +149,8 @@ def replay(artifact: Path, workload, frame: pd.DataFrame, cores: int, batch_toke
 
     with ExitStack() as stack:
         for name in ("tokenize_pairs", "tokenize_texts"):
-            stack.enter_context(clock.patched(tasks, name, "tokenize"))
-        stack.enter_context(clock.patched(tasks, "run_encoded", "run_encoded", on_call=count))
+            stack.enter_context(clock.patched(model_outputs, name, "tokenize"))
+        stack.enter_context(clock.patched(model_outputs, "run_encoded", "run_encoded", on_call=count))
         stack.enter_context(clock.patched(engine, "infer", "engine"))
         for batch in batches:
             t0 = time.perf_counter()

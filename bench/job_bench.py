@@ -71,7 +71,7 @@ def passthrough_seconds(spark, *, input: Path, output: Path | None, workload, pa
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from jobs import io as job_io
+    from jobs import spark_io as job_io
     from udfs.scorer import to_frame
 
     def identity(batches):

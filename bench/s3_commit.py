@@ -92,10 +92,10 @@ def start_spark(endpoint: str, jars):
 
 
 def measure(spark, server, log: Path, target: str, root: str, files: int, rows: int, night: int) -> dict:
-    """One write of `rows` rows in `files` files to a new run_date under `root`, as jobs/io.py writes."""
+    """One write of `rows` rows in `files` files to a new run_date under `root`, as jobs/spark_io.py writes."""
     from pyspark.sql import functions as F
 
-    from jobs import io
+    from jobs import spark_io
 
     df = (spark.range(rows, numPartitions=files)
           .select("id", F.sha2(F.col("id").cast("string"), 256).alias("text"),
@@ -104,7 +104,7 @@ def measure(spark, server, log: Path, target: str, root: str, files: int, rows: 
     offset = log.stat().st_size
     server.recorder.clear()
     t0 = time.perf_counter()
-    io.write_scores(df, root)
+    spark_io.write_scores(df, root)
     seconds = time.perf_counter() - t0
     df.unpersist()
     with open(log, errors="replace") as f:
@@ -153,7 +153,7 @@ def markdown(results: dict) -> str:
     lines = [f"# Commit cost on S3 (s3a against moto) and on a local folder",
              "",
              f"{results['rows_per_write']:,} rows per write, dynamic partition overwrite of one run_date "
-             f"(jobs/io.py), median of {results['repeats']} writes. {m['cpu']}, {m['cores']} cores, load average "
+             f"(jobs/spark_io.py), median of {results['repeats']} writes. {m['cpu']}, {m['cores']} cores, load average "
              f"{m['load_average_at_start']} at the start; Spark {m['spark']} local[2], {m['s3a']}, moto {m['moto']}, "
              f"{m['date']}. Produced by `python -m bench.s3_commit`.",
              "",

@@ -5,7 +5,7 @@
                -> joined back to every row -> the job's output columns
 
 A unit is a cross-encoder's pair, a classifier's query, or one side of a bi-encoder pair
-(udfs/units.py), so a product that appears in many candidate pairs is embedded once. The keyed
+(udfs/scoring_units.py), so a product that appears in many candidate pairs is embedded once. The keyed
 rows and the distinct units are persisted: three Spark jobs read them (the count that sizes the
 progress bar, the scoring, the join back), and none may run the workers' Python twice. So are a
 bi-encoder's scored units, which the join back reads once per side. All three are persisted on
@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from udfs import heads
 from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
-from udfs.units import INVALID, Keyer, UnitScoring, UnitSpec, embeddings, key_column, text_columns
+from udfs.scoring_units import INVALID, Keyer, UnitScoring, UnitSpec, embeddings, key_column, text_columns
 
 # What the progress bar counts per artifact task: the units being scored.
 PROGRESS_UNIT = {"pair-classification": "pairs", "text-classification": "queries", "embedding": "texts"}

@@ -1,5 +1,5 @@
 """The result cache behind `--cache PATH`: scored units kept from run to run, keyed by content
-and model (udfs/units.py), so a nightly run scores only what changed.
+and model (udfs/scoring_units.py), so a nightly run scores only what changed.
 
 Layout under PATH (a local folder, s3:// or s3a://), one folder per artifact:
 
@@ -35,10 +35,10 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo im
 from jobs.entry import needs_project  # noqa: E402 (standard library only)
 
 with needs_project("-m jobs.result_cache"):
-    from jobs import console, hfs
+    from jobs import console, hadoop_files
     from jobs.cli import OneLineParser, positive_int
     from udfs import faults
-    from udfs.units import VALUE_COLUMNS, VALUE_DDL, VALUE_FORMAT
+    from udfs.scoring_units import VALUE_COLUMNS, VALUE_DDL, VALUE_FORMAT
 
 # Stored next to each unit's result: whether it was truncated, its real tokens (what a hit saves)
 # and the last run date that used it (what `expire` reads).
@@ -81,11 +81,11 @@ class ResultCache:
     def published(self) -> list[dict]:
         """Every published marker that no compaction replaced, whatever its entry format."""
         found = []
-        for name in hfs.list_names(self.spark, f"{self.folder}/_commits"):
+        for name in hadoop_files.list_names(self.spark, f"{self.folder}/_commits"):
             if not name.endswith(".json"):
                 continue
             try:
-                found.append(json.loads(hfs.read_text(self.spark, f"{self.folder}/_commits/{name}")))
+                found.append(json.loads(hadoop_files.read_text(self.spark, f"{self.folder}/_commits/{name}")))
             except (ValueError, OSError):
                 console.say(f"warning: {self.folder}/_commits/{name} is unreadable; its batch is ignored")
         replaced = {b for m in found for b in m.get("replaces", [])}
@@ -113,14 +113,14 @@ class ResultCache:
     def lease(self, run_id: str, run_date: str):
         """Held for the whole run, so maintenance waits; a killed run leaves it (stats shows it)."""
         path = f"{self.root}/_running/{run_id}.json"
-        hfs.write_text(self.spark, path, json.dumps({
+        hadoop_files.write_text(self.spark, path, json.dumps({
             "run": run_id, "run_date": run_date, "host": socket.gethostname(), "pid": os.getpid(),
             "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}))
         try:
             yield
         finally:
-            hfs.delete(self.spark, path)
-            hfs.delete(self.spark, self.staging(run_id))
+            hadoop_files.delete(self.spark, path)
+            hadoop_files.delete(self.spark, self.staging(run_id))
 
     def commit(self, run_id: str, run_date: str, scored, used_keys) -> int:
         """After the run's output is committed: its newly scored units (`scored`, error-free rows
@@ -141,10 +141,10 @@ class ResultCache:
             used_keys.select("_key").withColumn("used", F.lit(run_date)).write.parquet(f"{self.folder}/_used/{run_id}")
             used = 1
         faults.at_driver_step(1)
-        hfs.publish_text(self.spark, f"{self.folder}/_commits/{run_id}.json", json.dumps({
+        hadoop_files.publish_text(self.spark, f"{self.folder}/_commits/{run_id}.json", json.dumps({
             "batch": run_id, "task": self.task, "format": VALUE_FORMAT, "run_date": run_date, "entries": added,
             "used_log": bool(used),
-            "bytes": hfs.size_bytes(self.spark, batch) if added else 0,
+            "bytes": hadoop_files.size_bytes(self.spark, batch) if added else 0,
             "committed": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}, sort_keys=True))
         faults.at_driver_step(2)
         return added
@@ -172,30 +172,30 @@ class ResultCache:
         batch = f"{self.folder}/batches/{batch_id}"
         entries.coalesce(max(1, before["bytes"] // (128 << 20) + 1)).write.parquet(batch)
         kept = self.spark.read.parquet(batch).count()
-        hfs.publish_text(self.spark, f"{self.folder}/_commits/{batch_id}.json", json.dumps({
+        hadoop_files.publish_text(self.spark, f"{self.folder}/_commits/{batch_id}.json", json.dumps({
             "batch": batch_id, "task": self.task, "format": VALUE_FORMAT, "entries": kept,
-            "bytes": hfs.size_bytes(self.spark, batch),
+            "bytes": hadoop_files.size_bytes(self.spark, batch),
             "replaces": [m["batch"] for m in markers], "used_log": False,
             "committed": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}, sort_keys=True))
-        for name in hfs.list_names(self.spark, f"{self.folder}/batches"):
+        for name in hadoop_files.list_names(self.spark, f"{self.folder}/batches"):
             if name != batch_id:  # replaced, or never marked (a killed run's)
-                hfs.delete(self.spark, f"{self.folder}/batches/{name}")
-        for name in hfs.list_names(self.spark, f"{self.folder}/_commits"):
+                hadoop_files.delete(self.spark, f"{self.folder}/batches/{name}")
+        for name in hadoop_files.list_names(self.spark, f"{self.folder}/_commits"):
             if name != f"{batch_id}.json":
-                hfs.delete(self.spark, f"{self.folder}/_commits/{name}")
-        hfs.delete(self.spark, f"{self.folder}/_used")
+                hadoop_files.delete(self.spark, f"{self.folder}/_commits/{name}")
+        hadoop_files.delete(self.spark, f"{self.folder}/_used")
         return {"digest": self.digest, "before": before, "after": self.size()}
 
 
 def digests(spark, root: str) -> list[str]:
-    return [n.split("=", 1)[1] for n in hfs.list_names(spark, root.rstrip("/")) if n.startswith("digest=")]
+    return [n.split("=", 1)[1] for n in hadoop_files.list_names(spark, root.rstrip("/")) if n.startswith("digest=")]
 
 
 def leases(spark, root: str) -> list[dict]:
     found = []
-    for name in hfs.list_names(spark, f"{root.rstrip('/')}/_running"):
+    for name in hadoop_files.list_names(spark, f"{root.rstrip('/')}/_running"):
         try:
-            found.append(json.loads(hfs.read_text(spark, f"{root.rstrip('/')}/_running/{name}")))
+            found.append(json.loads(hadoop_files.read_text(spark, f"{root.rstrip('/')}/_running/{name}")))
         except (ValueError, OSError):
             found.append({"run": name})
     return found
@@ -213,10 +213,10 @@ def _check_idle(spark, root: str, force: bool) -> None:
                         f"started {l.get('started')})" for l in held)
         raise CacheBusy(f"{root} is in use by {who}. Run maintenance when no job uses this cache; if that run "
                         f"was killed, its lease {root.rstrip('/')}/_running/<run>.json stays behind: pass --force")
-    for name in hfs.list_names(spark, f"{root.rstrip('/')}/_staging"):  # idle: only killed runs leave these
-        hfs.delete(spark, f"{root.rstrip('/')}/_staging/{name}")
+    for name in hadoop_files.list_names(spark, f"{root.rstrip('/')}/_staging"):  # idle: only killed runs leave these
+        hadoop_files.delete(spark, f"{root.rstrip('/')}/_staging/{name}")
     if force:
-        hfs.delete(spark, f"{root.rstrip('/')}/_running")
+        hadoop_files.delete(spark, f"{root.rstrip('/')}/_running")
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -234,7 +234,7 @@ def check_target(spark, root: str, keep: list[str]) -> None:
     """Refuse (ValueError) maintenance of a folder that holds no cache, or a --keep-digest it
     lacks: expire drops every digest not kept, so a typo would empty the cache."""
     held = digests(spark, root)
-    if not held and not hfs.list_names(spark, f"{root}/_running") and not hfs.list_names(spark, f"{root}/_staging"):
+    if not held and not hadoop_files.list_names(spark, f"{root}/_running") and not hadoop_files.list_names(spark, f"{root}/_staging"):
         raise ValueError(f"{root} holds no result cache (no digest=<sha256> folders): check the path, it is the "
                          f"folder given to the jobs' --cache")
     absent = [d for d in keep if d not in held]
@@ -267,14 +267,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from jobs import io
+    from jobs import spark_io
 
-    spark = io.spark_session("accel-scoring-cache", args.master)
+    spark = spark_io.spark_session("accel-scoring-cache", args.master)
     root = args.path.rstrip("/")
     try:
         if args.command == "stats":
             report = {"path": root, "running": leases(spark, root),
-                      "staging": hfs.list_names(spark, f"{root}/_staging"),
+                      "staging": hadoop_files.list_names(spark, f"{root}/_staging"),
                       "digests": {d: ResultCache(spark, root, d).size() for d in digests(spark, root)}}
             print(json.dumps(report, indent=2, sort_keys=True))
             return 0
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         for digest in digests(spark, root):
             if args.command == "expire" and args.keep_digest and digest not in args.keep_digest:
-                hfs.delete(spark, f"{root}/digest={digest}")
+                hadoop_files.delete(spark, f"{root}/digest={digest}")
                 results.append({"digest": digest, "dropped": True})
                 continue
             if args.command == "expire" and args.unused_days is None:

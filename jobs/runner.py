@@ -18,7 +18,7 @@ from engines import hardware, registry
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
 from engines.store import open_manifest
-from jobs import console, hfs, io, partitioning, paths, report, stage_resources, summary_text, timeline
+from jobs import console, hadoop_files, partitioning, paths, report, spark_io, stage_resources, summary_text, timeline
 from jobs.cli import JobConfig
 from jobs.cost import run_cost
 from jobs.progress import Progress, WorkerFailed
@@ -36,7 +36,7 @@ def open_model(cfg: JobConfig, workload) -> Manifest:
     except ArtifactError as e:
         raise _model_error(cfg, e) from None
     if manifest.task not in workload.tasks:
-        raise io.InputError(f"--model {cfg.model} is a {manifest.task} artifact; this job needs one of {workload.tasks}")
+        raise spark_io.InputError(f"--model {cfg.model} is a {manifest.task} artifact; this job needs one of {workload.tasks}")
     manifest.warn_untrained_head()
     return manifest
 
@@ -51,7 +51,7 @@ def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> S
     try:
         bind_device(backend, cfg.device, {})  # a --device that cannot fit the backend fails here, not in tasks
     except ValueError as e:
-        raise io.InputError(str(e)) from None
+        raise spark_io.InputError(str(e)) from None
     max_seq_len = min(cfg.max_seq_len or manifest.max_seq_len, manifest.max_seq_len)
     batch_tokens = cfg.batch_tokens or registry.engine_class(backend).default_batch_tokens
     fallback = _fallback_model(cfg, manifest, backend)
@@ -73,7 +73,7 @@ def check_engine_here(spark, spec: ScorerSpec) -> None:
         return
     reason = registry.engine_class(spec.backend).unavailable(bind_device(spec.backend, spec.device, {}))
     if reason:
-        raise io.InputError(reason)
+        raise spark_io.InputError(reason)
 
 
 def _fallback_model(cfg: JobConfig, manifest: Manifest, backend: str) -> Manifest | None:
@@ -83,18 +83,18 @@ def _fallback_model(cfg: JobConfig, manifest: Manifest, backend: str) -> Manifes
     try:
         fallback = open_manifest(cfg.fallback_model)
     except ArtifactError as e:
-        raise io.InputError(f"--fallback-model {cfg.fallback_model}: {e}") from None
+        raise spark_io.InputError(f"--fallback-model {cfg.fallback_model}: {e}") from None
     if fallback.task != manifest.task:
-        raise io.InputError(f"--fallback-model {cfg.fallback_model} scores {fallback.task} and --model {cfg.model} "
+        raise spark_io.InputError(f"--fallback-model {cfg.fallback_model} scores {fallback.task} and --model {cfg.model} "
                             f"scores {manifest.task}: a fallback must score the same task")
     if not registry.engine_class(backend).runs(fallback):
-        raise io.InputError(f"--fallback-model {cfg.fallback_model} was compiled for backend {fallback.backend!r}, "
+        raise spark_io.InputError(f"--fallback-model {cfg.fallback_model} was compiled for backend {fallback.backend!r}, "
                             f"which backend {backend} (the one --model runs on) cannot run")
     return fallback
 
 
-def _model_error(cfg: JobConfig, e: ArtifactError) -> io.InputError:
-    return io.InputError(f"--model {cfg.model}: {e}")
+def _model_error(cfg: JobConfig, e: ArtifactError) -> spark_io.InputError:
+    return spark_io.InputError(f"--model {cfg.model}: {e}")
 
 
 def _row_metrics(F):
@@ -131,9 +131,9 @@ def _engine_metrics(F):
 def check_dedup(cfg: JobConfig) -> None:
     """The --dedup, --cache and --fallback-model combinations no plan can honour (InputError)."""
     if cfg.cache and cfg.dedup == "batch":
-        raise io.InputError("--cache scores each distinct text once per run; it cannot be combined with --dedup batch")
+        raise spark_io.InputError("--cache scores each distinct text once per run; it cannot be combined with --dedup batch")
     if cfg.cache and cfg.fallback_model:
-        raise io.InputError("--cache keeps one artifact's results, and --fallback-model would score some rows with "
+        raise spark_io.InputError("--cache keeps one artifact's results, and --fallback-model would score some rows with "
                             "another artifact; give one or the other")
 
 
@@ -161,9 +161,9 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     try:
         manifest = open_model(cfg, workload)
         check_dedup(cfg)
-    except io.InputError as e:
+    except spark_io.InputError as e:
         return _fail(2, str(e))
-    spark = io.spark_session(app_name, cfg.master)
+    spark = spark_io.spark_session(app_name, cfg.master)
     if cfg.verbose:
         spark.sparkContext.setLogLevel("INFO")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
@@ -174,24 +174,24 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         spec = plan(cfg, manifest, scoring_conf)
         check_engine_here(spark, spec)
         resources = scoring_resources(cfg, spec, spark.version, spark_conf)
-    except io.InputError as e:
+    except spark_io.InputError as e:
         return _fail(2, str(e))
     try:
         apart = paths.refusal({"--input": cfg.input, "--output": cfg.output, "--cache": cfg.cache},
-                              lambda path: io.qualified(spark, path))
+                              lambda path: spark_io.qualified(spark, path))
         if apart:  # before check_output, whose probe creates a file under --output
-            raise io.InputError(apart)
-        io.check_output(spark, cfg.output)
-        io.check_output_owner(spark, cfg.output, app_name)
+            raise spark_io.InputError(apart)
+        spark_io.check_output(spark, cfg.output)
+        spark_io.check_output_owner(spark, cfg.output, app_name)
         if cfg.cache:
-            io.check_output(spark, cfg.cache, flag="--cache")
-        raw = io.read_input(spark, cfg.input, cfg.input_format)
-        fields_absent = io.absent_fields(raw, workload)
-        df, input_profile = io.scoring_input(raw, workload)
-    except io.InputError as e:
+            spark_io.check_output(spark, cfg.cache, flag="--cache")
+        raw = spark_io.read_input(spark, cfg.input, cfg.input_format)
+        fields_absent = spark_io.absent_fields(raw, workload)
+        df, input_profile = spark_io.scoring_input(raw, workload)
+    except spark_io.InputError as e:
         return _fail(2, str(e))
     except Exception as e:  # noqa: BLE001 - corrupt or unreadable files surface only when Spark reads them
-        return _fail(2, f"cannot read --input {cfg.input}: {io.first_line(e)}")
+        return _fail(2, f"cannot read --input {cfg.input}: {spark_io.first_line(e)}")
     rows_in = input_profile.rows
     layout = partitioning.decide(input_profile.partition_rows, spark.sparkContext.defaultParallelism,
                                  cfg.arrow_batch_rows, cfg.num_partitions)
@@ -230,11 +230,11 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
                "spark_jobs": spark_jobs, **extra}
     failure = _failure(cfg, summary, m)
     summary.update(exit_code=1 if failure else 0, failure=failure)  # the page and schedulers see the verdict too
-    hfs.write_text(spark, io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
+    hadoop_files.write_text(spark, spark_io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
     try:  # the picture is secondary: the rows and summary.json are written, so the run stands
-        hfs.write_text(spark, io.report_path(cfg.output, cfg.run_date), report.render(summary))
+        hadoop_files.write_text(spark, spark_io.report_path(cfg.output, cfg.run_date), report.render(summary))
     except Exception as e:  # noqa: BLE001
-        console.say(f"warning: {io.report_path(cfg.output, cfg.run_date)} not written: {type(e).__name__}: {e}")
+        console.say(f"warning: {spark_io.report_path(cfg.output, cfg.run_date)} not written: {type(e).__name__}: {e}")
     console.say(summary_text.render(summary))
     print(json.dumps(summary, sort_keys=True), flush=True)
     return _fail(1, failure) if failure else 0
@@ -259,13 +259,13 @@ def scoring_resources(cfg: JobConfig, spec: ScorerSpec, spark_version: str,
     try:
         resources = stage_resources.decide(cfg.scoring_resources, spec.backend, spark_version, spark_conf)
     except stage_resources.ConfError as e:
-        raise io.InputError(str(e)) from None
+        raise spark_io.InputError(str(e)) from None
     try:
         resources.profile  # built now, so that Spark's own check of the amounts runs before any task
     except Exception as e:  # noqa: BLE001 - Spark refused the profile; its reason is the Java exception's
         cause = getattr(e, "java_exception", None)
-        raise io.InputError(f"the scoring stage's resource profile ({resources.task}): "
-                            f"{cause.toString() if cause is not None else io.first_line(e)}") from None
+        raise spark_io.InputError(f"the scoring stage's resource profile ({resources.task}): "
+                            f"{cause.toString() if cause is not None else spark_io.first_line(e)}") from None
     if cfg.scoring_resources == "auto" and registry.engine_class(spec.backend).spark_resource:
         console.say(f"scoring resources: {resources.reason}")
     return resources
@@ -283,7 +283,7 @@ def _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start, 
         spec = dataclasses.replace(spec, progress=progress.address)
         scored = resources.map_in_arrow(df, Scorer(spec, workload), output_ddl(workload))
         scored = scored.observe(observation, *_row_metrics(F), *_engine_metrics(F))
-        io.write_scores(scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
+        spark_io.write_scores(scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
         m = observation.get
         progress.finish(int(m.get("rows_out") or 0))
     return m, progress.samples, {"dedup": {"level": "batch"}, "scored_unit": "rows"}
@@ -316,7 +316,7 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in
                                           cache.staging(run_id) if cache else None)
                 rows = plan.rows(fresh)
                 rows = rows.observe(row_obs, *_row_metrics(F), F.sum(F.col("_hit").cast("long")).alias("hits"))
-                io.write_scores(rows.drop("_hit").withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
+                spark_io.write_scores(rows.drop("_hit").withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
                 m = {**(engine_obs.get if counts.to_score else {}), **row_obs.get}
                 progress.finish(int(m.get("units_scored") or 0))
             extra = {"dedup": {"level": "run", "units": counts.distinct, "units_scored": int(m.get("units_scored") or 0)},
@@ -405,7 +405,7 @@ def _root_cause(e: Exception) -> str:
             lines = [l for l in text.splitlines() if marker in l or "Error:" in l]
             if lines:
                 return lines[-1].strip()[:2000]
-    return io.first_line(e)[:2000]
+    return spark_io.first_line(e)[:2000]
 
 
 def _fail(code: int, message: str) -> int:

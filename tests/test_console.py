@@ -22,7 +22,7 @@ PROGRESS = re.compile(r"^progress: (\d+)/(\d+) rows", re.M)
 
 
 def test_a_bi_encoder_pair_counts_as_scored_once_both_its_sides_are():
-    from udfs.tasks import Tokenized, rows_done
+    from udfs.model_outputs import Tokenized, rows_done
 
     enc = type("Enc", (), {"lengths": np.ones(3)})()
     seen = []

@@ -88,19 +88,19 @@ def test_an_input_repeated_within_a_batch_goes_through_the_engine_once(task, min
     side) are scored once per Arrow batch, and every row that repeats one gets its output."""
     from types import SimpleNamespace
 
-    from udfs import tasks
+    from udfs import model_outputs
     from udfs.tokenize import TextEncoder
 
     runtime = SimpleNamespace(manifest=SimpleNamespace(task=task, positive_label=1), engine=RowEchoEngine(),
                               encoder=TextEncoder(minilm_dir / "tokenizer.json", max_seq_len=64))
     queries = ["red shoes", "blue hat", "red shoes", "green bag", "red shoes", "blue hat"]
     if task == "text-classification":
-        tok = tasks.tokenize_texts(runtime, queries)
-        scored = tasks.run_texts(runtime, tok, token_budget=512)
+        tok = model_outputs.tokenize_texts(runtime, queries)
+        scored = model_outputs.run_texts(runtime, tok, token_budget=512)
         distinct = 3
     else:
-        tok = tasks.tokenize_pairs(runtime, queries, queries[::-1])
-        scored = tasks.run_pairs(runtime, tok, token_budget=512)
+        tok = model_outputs.tokenize_pairs(runtime, queries, queries[::-1])
+        scored = model_outputs.run_pairs(runtime, tok, token_budget=512)
         distinct = 3 if task == "embedding" else 4  # pairs: (red, blue) and (blue, red) twice each
     assert sum(rows for rows, _ in runtime.engine.calls) == len(tok.enc.lengths) == distinct
     assert scored.stats.real_tokens == tok.enc.lengths.sum()

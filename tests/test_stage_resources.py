@@ -102,10 +102,10 @@ def test_an_amount_spark_refuses_stops_the_job_before_any_task(spark, capsys):
     builds it before reading anything and exits 2 with Spark's reason."""
     from types import SimpleNamespace
 
-    from jobs import io, runner
+    from jobs import runner, spark_io
 
     conf = {**DYNAMIC, f"{SCORING_PREFIX}task.resource.gpu.amount": "0.75"}
-    with pytest.raises(io.InputError, match="0.75 must be either <= 0.5, or a whole number"):
+    with pytest.raises(spark_io.InputError, match="0.75 must be either <= 0.5, or a whole number"):
         runner.scoring_resources(SimpleNamespace(scoring_resources="auto"), SimpleNamespace(backend="tensorrt"),
                                  "4.0.2", conf)
     chosen = runner.scoring_resources(SimpleNamespace(scoring_resources="auto"), SimpleNamespace(backend="tensorrt"),

@@ -25,7 +25,7 @@ from udfs import flash_route, progress
 # token of budget never changes the kept tokens of ordinary text, and bounds the cost of a
 # 100k-character field.
 CHARS_PER_TOKEN = 32
-# How a row longer than max_seq_len loses tokens: part of what a cached result depends on (udfs/units.py).
+# How a row longer than max_seq_len loses tokens: part of what a cached result depends on (udfs/scoring_units.py).
 TRUNCATION = "longest_first"
 
 # What could make the offset-free path differ, if anything does: accents and case folding,
@@ -88,7 +88,7 @@ class TextEncoder:
 
     def encode_distinct(self, texts: list[str]) -> tuple[Encoded, np.ndarray]:
         """Each distinct text's encoding once, and each text's index among them: what a worker
-        sends the engine, so that a text repeated in a batch runs once (udfs/tasks.py)."""
+        sends the engine, so that a text repeated in a batch runs once (udfs/model_outputs.py)."""
         enc, rows = self._singles(texts)
         return enc, _indices(rows, len(enc.ids))
 

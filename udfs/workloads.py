@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from udfs import heads, tasks, validate
+from udfs import heads, model_outputs, validate
 
 ID_COUNT = "_id_count"  # added by the job: how often each id occurs in the input
 COMMON_COLUMNS = "model string, status string, error string, truncated boolean"
@@ -24,7 +24,7 @@ def _status(frame_len: int, invalid: np.ndarray, errors: np.ndarray) -> tuple[np
     return status, error
 
 
-def _scatter(n: int, ok: np.ndarray, scored: tasks.Scored) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _scatter(n: int, ok: np.ndarray, scored: model_outputs.Scored) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Spread results for the valid rows back over all rows (invalid rows: NaN, no error)."""
     width = scored.values.shape[1:] if scored.values.ndim > 1 else ()
     values = np.full((n, *width), np.nan)
@@ -56,7 +56,7 @@ class Prepared:
     frame: pd.DataFrame
     invalid: np.ndarray
     ok: np.ndarray
-    tokenized: tasks.Tokenized
+    tokenized: model_outputs.Tokenized
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,13 +108,13 @@ class Duplicates:
     def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
         invalid, (left, right) = self.checked_texts(frame)
         ok = invalid == None  # noqa: E711 - elementwise on an object array
-        return Prepared(frame, invalid, ok, tasks.tokenize_pairs(runtime, left[ok].tolist(), right[ok].tolist()))
+        return Prepared(frame, invalid, ok, model_outputs.tokenize_pairs(runtime, left[ok].tolist(), right[ok].tolist()))
 
     def finish(self, runtime, prepared: Prepared, token_budget: int,
-               progress=None) -> tuple[pd.DataFrame, tasks.Scored]:
+               progress=None) -> tuple[pd.DataFrame, model_outputs.Scored]:
         """`progress(n)`: n of this batch's valid rows scored so far (live progress)."""
         frame, invalid, ok = prepared.frame, prepared.invalid, prepared.ok
-        scored = tasks.run_pairs(runtime, prepared.tokenized, token_budget, progress)
+        scored = model_outputs.run_pairs(runtime, prepared.tokenized, token_budget, progress)
         scores, errors, truncated = _scatter(len(frame), ok, scored)
         status, error = _status(len(frame), invalid, errors)
         threshold = runtime.manifest.threshold if self.threshold is None else self.threshold
@@ -169,13 +169,13 @@ class QueryIntent:
     def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
         invalid, (queries,) = self.checked_texts(frame)
         ok = invalid == None  # noqa: E711 - elementwise on an object array
-        return Prepared(frame, invalid, ok, tasks.tokenize_texts(runtime, queries[ok].tolist()))
+        return Prepared(frame, invalid, ok, model_outputs.tokenize_texts(runtime, queries[ok].tolist()))
 
     def finish(self, runtime, prepared: Prepared, token_budget: int,
-               progress=None) -> tuple[pd.DataFrame, tasks.Scored]:
+               progress=None) -> tuple[pd.DataFrame, model_outputs.Scored]:
         """`progress(n)`: n of this batch's valid rows scored so far (live progress)."""
         frame, invalid, ok = prepared.frame, prepared.invalid, prepared.ok
-        scored = tasks.run_texts(runtime, prepared.tokenized, token_budget, progress)
+        scored = model_outputs.run_texts(runtime, prepared.tokenized, token_budget, progress)
         labels = runtime.manifest.labels
         logits = np.full((len(frame), len(labels)), np.nan)
         errors = np.full(len(frame), None, dtype=object)

@@ -22,7 +22,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from udfs import tasks, workloads
+from udfs import model_outputs, workloads
 from udfs.tokenize import CHARS_PER_TOKEN, TRUNCATION
 
 KEY_VERSION = 2  # bump when anything a result depends on, or the key's encoding, changes
@@ -158,19 +158,19 @@ class UnitScoring:
     def prepare(self, runtime, frame: pd.DataFrame) -> workloads.Prepared:
         a = frame["_a"].tolist()
         if self.spec.task == "pair-classification":
-            tokenized = tasks.tokenize_pairs(runtime, a, frame["_b"].tolist())
+            tokenized = model_outputs.tokenize_pairs(runtime, a, frame["_b"].tolist())
         else:
-            tokenized = tasks.tokenize_texts(runtime, a)
+            tokenized = model_outputs.tokenize_texts(runtime, a)
         ok = np.ones(len(frame), dtype=bool)
         return workloads.Prepared(frame, np.full(len(frame), None, dtype=object), ok, tokenized)
 
     def finish(self, runtime, prepared: workloads.Prepared, token_budget: int,
-               progress=None) -> tuple[pd.DataFrame, tasks.Scored]:
+               progress=None) -> tuple[pd.DataFrame, model_outputs.Scored]:
         frame, tok = prepared.frame, prepared.tokenized
         if self.spec.task == "pair-classification":
-            scored = tasks.run_pairs(runtime, tok, token_budget, progress)
+            scored = model_outputs.run_pairs(runtime, tok, token_budget, progress)
         else:
-            scored = tasks.run_texts(runtime, tok, token_budget, progress)
+            scored = model_outputs.run_texts(runtime, tok, token_budget, progress)
         errors = np.asarray(scored.errors, dtype=object) if len(scored.errors) else np.full(len(frame), None, dtype=object)
         good = errors == None  # noqa: E711 - elementwise on an object array
         out = {"_key": frame["_key"].to_numpy()}

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs import console, hfs
+from jobs import console, hadoop_files
 from udfs.workloads import ID_COUNT
 
 
@@ -211,9 +211,9 @@ def check_output_owner(spark: SparkSession, output: str, job: str) -> None:
     job wrote them): a run, re-run or back-fill there would replace that job's run_date with
     rows of another schema. A root without summaries is new, or not this project's: left alone."""
     runs = f"{output}/_runs"
-    for name in hfs.list_names(spark, runs)[-1:]:  # the newest run date
+    for name in hadoop_files.list_names(spark, runs)[-1:]:  # the newest run date
         try:
-            wrote = json.loads(hfs.read_text(spark, f"{runs}/{name}/summary.json")).get("job")
+            wrote = json.loads(hadoop_files.read_text(spark, f"{runs}/{name}/summary.json")).get("job")
         except Exception:  # noqa: BLE001 - no summary there (a Java FileNotFoundException) or not JSON
             continue
         if wrote and wrote != job:
