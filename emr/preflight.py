@@ -112,7 +112,7 @@ def _artifact_problems(manifest: Manifest, backend: str, profile: GpuProfile, en
                 f"profile {profile.name} has NVIDIA GPUs and EMR on EC2 has no NeuronCores: run it on EMR on EKS "
                 "(`python -m emr eks-submit`)"]
     try:
-        chosen = resolve_backend(backend, manifest, Hardware(gpus=profile.gpus_per_instance, source=profile.name))
+        chosen = resolve_backend(backend, manifest, Hardware({"cuda": profile.gpus_per_instance}, source=profile.name))
     except ArtifactError as exc:
         return [str(exc)]
     problems = _env_problems(env, chosen) if backend == "auto" else []

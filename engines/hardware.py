@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import subprocess
-from typing import Mapping
+from typing import Callable, Iterable, Mapping
 
 from engines import imds
 
@@ -34,36 +34,25 @@ INT8_FEATURES = ("avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx_
 
 @dataclasses.dataclass(frozen=True)
 class Hardware:
-    """Accelerators visible to the probe, and where that answer came from."""
+    """Accelerators a probe found, counted per engine device kind (engines/base.py Device.kind:
+    `cuda`, `neuron`), and where that answer came from. Kinds with none are left out."""
 
-    gpus: int = 0
-    neuron_cores: int = 0
+    devices: Mapping[str, int] = dataclasses.field(default_factory=dict)
     source: str = "local"
 
-    @property
-    def cuda(self) -> bool:
-        return self.gpus > 0
-
-    @property
-    def neuron(self) -> bool:
-        return self.neuron_cores > 0
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "devices", {kind: int(n) for kind, n in self.devices.items() if n})
 
     @property
     def any(self) -> bool:
-        return self.cuda or self.neuron
+        return bool(self.devices)
 
     def count(self, kind: str) -> int:
-        """Devices of an engine device kind (engines/base.py Device.kind); the CPU always counts one."""
-        return {"cpu": 1, "cuda": self.gpus, "neuron": self.neuron_cores}.get(kind, 0)
+        """Devices of an engine device kind; the CPU always counts one."""
+        return 1 if kind == "cpu" else self.devices.get(kind, 0)
 
     def has(self, kind: str) -> bool:
         return self.count(kind) > 0
-
-    def __str__(self) -> str:
-        from engines.registry import spark_resources
-
-        found = [f"{self.count(kind)} {name}" for kind, name in spark_resources().items() if self.count(kind)]
-        return f"{self.source}: {', '.join(found) or 'none'}"
 
 
 def parse_core_list(text: str) -> list[str]:
@@ -202,41 +191,14 @@ def instance_type(product_name: str = DMI_PRODUCT_NAME) -> str | None:
     return imds.this_host()
 
 
-def from_spark_conf(conf: Mapping[str, str]) -> Hardware | None:
-    """Executor resources requested in Spark's configuration, if any (what executors will have)."""
-    from engines.registry import spark_resources
-
-    def amount(kind: str) -> float:
-        resource = spark_resources().get(kind)
-        try:
-            return float(conf.get(f"spark.executor.resource.{resource}.amount", 0) or 0) if resource else 0.0
-        except ValueError:
-            return 0.0
-
-    gpus, cores = amount("cuda"), amount("neuron")
-    if gpus or cores:
-        return Hardware(gpus=int(gpus), neuron_cores=int(cores), source="spark executor resources")
-    return None
+# Each accelerator's probe, under its engines' device kind. A new kind of accelerator adds its probe
+# here; which kinds are asked for is the backend registry's (engines/registry.py device_kinds).
+PROBES: dict[str, Callable[[], int]] = {"cuda": local_gpus, "neuron": local_neuron_cores}
 
 
-def executors(conf: Mapping[str, str]) -> Hardware:
-    """What a running Spark application's executors have, from its configuration.
-
-    Their resource requests when there are any. Otherwise, in local mode the tasks run on this
-    machine, so its devices; on a cluster the driver's devices say nothing about the executors',
-    so none.
-    """
-    requested = from_spark_conf(conf)
-    if requested is not None:
-        return requested
-    if conf.get("spark.master", "").startswith("local"):
-        return detect()
-    return Hardware(source="no spark.executor.resource.{gpu,neuroncore}.amount requested")
-
-
-def detect() -> Hardware:
-    """This machine's accelerators."""
-    return Hardware(gpus=local_gpus(), neuron_cores=local_neuron_cores(), source="local")
+def detect(kinds: Iterable[str] = tuple(PROBES)) -> Hardware:
+    """This machine's accelerators of `kinds` (the CPU needs no probe)."""
+    return Hardware({kind: PROBES[kind]() for kind in kinds if kind in PROBES}, source="local")
 
 
 def neuron_generation(target_or_instance: str) -> str | None:

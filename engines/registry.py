@@ -2,7 +2,7 @@
 
 Engine.__init_subclass__ registers each class that sets `backend` when its module is imported,
 and importing this module imports ENGINE_MODULES, so every reader (the manifest's backend
-names, the jobs' and compile's choices, udfs/device.py, engines/hardware.py, jobs/runner.py)
+names, the jobs' and compile's choices, udfs/device.py, jobs/stage_resources.py, jobs/runner.py)
 sees the same classes. Engine modules import their frameworks only in `load()`, so this needs
 no accelerator library. The module list is the only thing a new backend's module adds here;
 an explicit list rather than a scan of engines/, whose other modules import torch.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import warnings
 
+from engines import hardware as probe
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
 
@@ -79,6 +80,12 @@ def spark_resources() -> dict[str, str]:
     return {c.device_kind: c.spark_resource for c in _engines() if c.spark_resource}
 
 
+def described(hw: probe.Hardware) -> str:
+    """What a probe found, in the Spark resource names users request ('local: 2 neuroncore')."""
+    found = [f"{hw.count(kind)} {name}" for kind, name in spark_resources().items() if hw.count(kind)]
+    return f"{hw.source}: {', '.join(found) or 'none'}"
+
+
 def _runs(backend: str, manifest: Manifest) -> bool:
     return engine_class(backend).runs(manifest)
 
@@ -87,7 +94,7 @@ def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
     """Turn `--backend` into a concrete engine for this artifact, or explain why it cannot run.
 
     `auto` picks the artifact's own backend when the executors have the accelerator it needs
-    (`hardware`: a job passes engines.hardware.executors() of its Spark application; default:
+    (`hardware`: a job passes jobs/stage_resources.py executor_hardware() of its Spark application; default:
     this machine's devices). It falls back to ONNX Runtime on the CPU, with a
     BackendFallbackWarning, only when no accelerator at all is there and the artifact carries
     model.onnx; anything else is an ArtifactError.
@@ -95,9 +102,7 @@ def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
     backend = manifest.backend if requested == "auto" else requested
     cls = engine_class(backend) if backend in _ENGINES else None
     if requested == "auto" and cls is not None and cls.spark_resource:
-        from engines import hardware as probe
-
-        hw = hardware if hardware is not None else probe.detect()
+        hw = hardware if hardware is not None else probe.detect(device_kinds())
         if not hw.has(cls.device_kind):
             what = cls.device_words
             has_onnx = _runs(CPU_FALLBACK, manifest)
@@ -111,7 +116,7 @@ def resolve_backend(requested: str, manifest: Manifest, hardware=None) -> str:
                    f"compile an {CPU_FALLBACK} artifact for the CPU (this one carries no model.onnx)")
             raise ArtifactError(
                 f"artifact {manifest.model_id} was compiled for backend {manifest.backend!r}, which needs a {what}, "
-                f"and none was found ({hw}); request one for the executors "
+                f"and none was found ({described(hw)}); request one for the executors "
                 f"(spark.executor.resource.{cls.spark_resource}.amount), or {cpu}")
     if cls is None or not _runs(backend, manifest):
         runnable = [b for b in backends() if _runs(b, manifest)]

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Mapping
 
-from engines import hardware, registry
+from engines import registry
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
 from engines.store import open_manifest
@@ -45,7 +45,7 @@ def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> S
     """Once the SparkSession exists: the backend its executors can run, checked before any task
     starts (InputError on failure). `spark_conf` is the application's configuration."""
     try:
-        backend = registry.resolve_backend(cfg.backend, manifest, hardware.executors(spark_conf))
+        backend = registry.resolve_backend(cfg.backend, manifest, stage_resources.executor_hardware(spark_conf))
     except ArtifactError as e:
         raise _model_error(cfg, e) from None
     try:

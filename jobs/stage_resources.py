@@ -152,6 +152,31 @@ def executor_conf(choice: str, spark_version: str, conf: Mapping[str, str]) -> M
     return {**scoring, **conf}
 
 
+def executor_hardware(conf: Mapping[str, str]):
+    """What a Spark application's executors have (engines/hardware.py Hardware), from its
+    configuration (executor_conf's, for the scoring stage): their resource requests where there
+    are any. Otherwise, in local mode the tasks run on this machine, so its devices; on a cluster
+    the driver's devices say nothing about the executors', so none."""
+    from engines import hardware, registry  # here, as in decide
+
+    resources = registry.spark_resources()  # device kind -> Spark resource name
+    requested = {kind: _requested(conf.get(f"spark.executor.resource.{name}.amount")) for kind, name in resources.items()}
+    if any(requested.values()):
+        return hardware.Hardware(requested, source="spark executor resources")
+    if conf.get("spark.master", "").startswith("local"):
+        return hardware.detect(registry.device_kinds())
+    return hardware.Hardware(source=f"no spark.executor.resource.{{{','.join(resources.values())}}}.amount requested")
+
+
+def _requested(amount: str | None) -> int:
+    """An executor resource amount as a device count; what is not a number requests none (Spark
+    itself refuses it when the application starts)."""
+    try:
+        return int(float(amount or 0))
+    except ValueError:
+        return 0
+
+
 def _no_profiles(spark_version: str, conf: Mapping[str, str]) -> str | None:
     """Why this Spark application cannot give a stage a profile at all, else None."""
     if _version(spark_version) < FIRST_SPARK:

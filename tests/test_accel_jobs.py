@@ -88,7 +88,7 @@ def test_tensorrt_artifact_with_auto_falls_back_to_onnx_on_a_cpu_box(spark, comp
                                                                       capsys):
     from engines.hardware import detect
 
-    if detect().cuda:
+    if detect().has("cuda"):
         pytest.skip("this machine has a GPU; the fallback needs one without")
     path, df = pairs
     with pytest.warns(BackendFallbackWarning, match="falls back to ONNX Runtime on the CPU"):
@@ -104,7 +104,7 @@ def test_auto_follows_the_executors_gpu_request_on_a_cpu_driver(compile_artifact
     load it, so the job says so before any task."""
     from engines.hardware import detect
 
-    if detect().cuda:
+    if detect().has("cuda"):
         pytest.skip("this machine has a GPU; the test needs a driver without one")
     path, _ = pairs
     conf = "--conf spark.executor.resource.gpu.amount=1 --conf spark.ui.enabled=false pyspark-shell"

@@ -237,18 +237,30 @@ def test_parse_core_list():
         hardware.parse_core_list("nc0")
 
 
-def test_spark_conf_resources_describe_the_executors():
-    hw = hardware.from_spark_conf({"spark.executor.resource.gpu.amount": "1"})
-    assert hw == hardware.Hardware(gpus=1, neuron_cores=0, source="spark executor resources") and hw.cuda
-    assert hardware.from_spark_conf({"spark.executor.cores": "4"}) is None
+def test_hardware_counts_devices_per_engine_device_kind():
+    hw = hardware.Hardware({"cuda": 2, "neuron": 0}, source="probe")
+    assert hw == hardware.Hardware({"cuda": 2}, source="probe") and hw.any
+    assert (hw.count("cuda"), hw.count("neuron"), hw.count("cpu")) == (2, 0, 1)
+    assert not hardware.Hardware().any and hardware.Hardware().has("cpu")
 
 
-def test_executors_are_what_the_application_requests_not_what_the_driver_has():
+def test_detect_probes_only_the_kinds_asked_for(monkeypatch):
+    monkeypatch.setitem(hardware.PROBES, "cuda", lambda: 3)
+    monkeypatch.setitem(hardware.PROBES, "neuron", lambda: pytest.fail("neuron was not asked for"))
+    assert hardware.detect(["cpu", "cuda"]) == hardware.Hardware({"cuda": 3}, source="local")
+
+
+def test_executors_are_what_the_application_requests_not_what_the_driver_has(monkeypatch):
+    from jobs.stage_resources import executor_hardware
+
     gpu = {"spark.master": "yarn", "spark.executor.resource.gpu.amount": "1"}
-    assert hardware.executors(gpu) == hardware.Hardware(gpus=1, source="spark executor resources")
-    nothing = hardware.executors({"spark.master": "yarn"})  # a driver's own GPU says nothing here
-    assert not (nothing.cuda or nothing.neuron) and "amount requested" in nothing.source
-    assert hardware.executors({"spark.master": "local[2]"}).source == "local"  # tasks run on this machine
+    assert executor_hardware(gpu) == hardware.Hardware({"cuda": 1}, source="spark executor resources")
+    cores = {"spark.master": "yarn", "spark.executor.resource.neuroncore.amount": "2"}
+    assert executor_hardware(cores) == hardware.Hardware({"neuron": 2}, source="spark executor resources")
+    nothing = executor_hardware({"spark.master": "yarn", "spark.executor.cores": "4"})  # the driver's own GPU says nothing
+    assert not nothing.any and nothing.source == "no spark.executor.resource.{gpu,neuroncore}.amount requested"
+    monkeypatch.setitem(hardware.PROBES, "cuda", lambda: 1)
+    assert executor_hardware({"spark.master": "local[2]"}) == hardware.Hardware({"cuda": 1})  # tasks run here
 
 
 def test_neuron_generations():

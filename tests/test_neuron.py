@@ -317,7 +317,7 @@ def test_versions_compatible():
 
 def test_auto_needs_a_neuroncore_for_neuron_artifacts(neuronx):
     m = open_artifact(neuronx[0])
-    assert resolve_backend("auto", m, Hardware(neuron_cores=2)) == "neuronx"
+    assert resolve_backend("auto", m, Hardware({"neuron": 2})) == "neuronx"
     with pytest.raises(ArtifactError, match="needs a NeuronCore, and none was found .*no model.onnx"):
         resolve_backend("auto", m, Hardware())
     with pytest.raises(ArtifactError, match="--backend neuron cannot run it"):

@@ -115,13 +115,13 @@ def test_an_amount_spark_refuses_stops_the_job_before_any_task(spark, capsys):
 
 
 def test_backend_auto_counts_the_scoring_executors_accelerator_only_where_they_get_one():
-    from engines import hardware
+    from jobs.stage_resources import executor_hardware
 
     conf = {**DYNAMIC, f"{SCORING_PREFIX}executor.resource.gpu.amount": "1"}
-    assert hardware.executors(executor_conf("auto", "4.0.2", conf)).gpus == 1
+    assert executor_hardware(executor_conf("auto", "4.0.2", conf)).count("cuda") == 1
     for choice, version, where in (("off", "4.0.2", conf), ("auto", "3.5.9", conf),
                                    ("auto", "4.0.2", {**conf, "spark.dynamicAllocation.enabled": "false"})):
         assert executor_conf(choice, version, where) is where  # Spark's own requests, unchanged
-        assert hardware.executors(where).gpus == 0
+        assert executor_hardware(where).count("cuda") == 0
     both = {**conf, "spark.executor.resource.gpu.amount": "2"}
     assert executor_conf("auto", "4.0.2", both)["spark.executor.resource.gpu.amount"] == "2"

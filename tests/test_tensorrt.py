@@ -315,13 +315,13 @@ def test_bf16_graph_wiring_matches_when_widened_back_to_fp32(tmp_path, trt_artif
 
 def test_auto_uses_the_gpu_when_there_is_one_and_falls_back_with_a_warning(trt_artifact):
     m = open_artifact(trt_artifact)
-    assert resolve_backend("auto", m, Hardware(gpus=1)) == "tensorrt"
+    assert resolve_backend("auto", m, Hardware({"cuda": 1})) == "tensorrt"
     with pytest.warns(BackendFallbackWarning, match="no NVIDIA GPU found .*falls back to ONNX Runtime"):
         assert resolve_backend("auto", m, Hardware()) == "onnx"
     # NeuronCores requested: a job meant for an accelerator fails instead of crawling on the CPU.
     with pytest.raises(ArtifactError, match=r"needs a NVIDIA GPU, and none was found \(local: 2 neuroncore\); "
                                             r"request one .*spark\.executor\.resource\.gpu\.amount.*--backend onnx"):
-        resolve_backend("auto", m, Hardware(neuron_cores=2))
+        resolve_backend("auto", m, Hardware({"neuron": 2}))
     assert resolve_backend("onnx", m) == "onnx"  # the artifact carries model.onnx
     assert resolve_backend("tensorrt", m) == "tensorrt"
     with pytest.raises(ArtifactError, match="--backend neuronx cannot run it"):
@@ -332,7 +332,7 @@ def test_onnx_artifacts_do_not_run_on_tensorrt(compile_artifact):
     m = open_artifact(compile_artifact("pair-classification"))
     with pytest.raises(ArtifactError, match="compiled for backend 'onnx'; --backend tensorrt cannot run it"):
         resolve_backend("tensorrt", m)
-    assert resolve_backend("auto", m, Hardware(gpus=8)) == "onnx"  # auto never changes an artifact's numerics
+    assert resolve_backend("auto", m, Hardware({"cuda": 8})) == "onnx"  # auto never changes an artifact's numerics
 
 
 def test_without_tensorrt_the_error_names_what_is_missing_and_the_fix(trt_artifact, monkeypatch):

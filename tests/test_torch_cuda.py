@@ -133,7 +133,7 @@ def test_devices_and_auto_on_a_machine_without_a_gpu():
 
     with pytest.raises(ArtifactError, match="pass --backend torch-cuda --device cpu"):
         registry.resolve_backend("auto", manifest, Hardware())
-    assert registry.resolve_backend("auto", manifest, Hardware(gpus=1)) == "torch-cuda"
+    assert registry.resolve_backend("auto", manifest, Hardware({"cuda": 1})) == "torch-cuda"
 
 
 # ------------------------------------------------------------------ the GPU path, emulated
