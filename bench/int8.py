@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench import harness
 from bench import run as bench_run
 
 RESULTS = ("int8.json", "int8.md")
@@ -33,9 +34,9 @@ def measure(args) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     results: dict = {"meta": {
         "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "cores": args.cores,
-        "cpu": bench_run._cpu_model(), "cpu_features": list(hardware.cpu_features() or ()),
+        "cpu": harness.cpu_model(), "cpu_features": list(hardware.cpu_features() or ()),
         "loadavg_start": [round(x, 2) for x in os.getloadavg()], "pairs": args.pairs, "rounds": args.rounds,
-        "versions": bench_run._versions()}}
+        "versions": harness.versions()}}
     built = bench_run.build_artifacts(False, work)
     results["artifacts"] = {k: v for k, v in built["record"].items() if k in ("onnx-fp32-fused", "onnx-int8")}
     arts = {"fp32": built["paths"]["onnx-fp32-fused"], "int8": built["paths"]["onnx-int8"]}
@@ -46,7 +47,7 @@ def measure(args) -> dict:
         for precision, art in arts.items():
             if art is None:
                 continue
-            bench_run.log(f"round {round_ + 1} of {args.rounds}: duplicates job, {precision}, {len(frame)} pairs")
+            harness.log(f"round {round_ + 1} of {args.rounds}: duplicates job, {precision}, {len(frame)} pairs")
             load = os.getloadavg()[0]
             s = job_bench.measured(duplicates.main, frame=frame, work=work, name=f"int8-ab-{precision}", model=art,
                                    partitions=args.cores)
@@ -95,21 +96,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=1200, help="pairs each job scores; default: 1200")
     p.add_argument("--rounds", type=int, default=3, help="fp32-then-int8 rounds; default: 3")
     p.add_argument("--cores", type=int, default=min(2, os.cpu_count() or 1), help="cores to use; default: 2")
-    p.add_argument("--work", type=Path, default=bench_run.ROOT / "out" / "bench", help="scratch data; default: out/bench")
+    p.add_argument("--work", type=Path, default=harness.ROOT / "out" / "bench", help="scratch data; default: out/bench")
     p.add_argument("--commit", action="store_true", help="write to the committed bench/results/ instead of <work>/results")
     args = p.parse_args(argv)
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(bench_run.ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(harness.ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false"),
                         ("PYSPARK_PYTHON", sys.executable)):
         os.environ.setdefault(name, value)
     t0 = time.time()
     results = measure(args)
     results["meta"]["seconds"] = round(time.time() - t0, 1)
-    out = bench_run.COMMITTED if args.commit else args.work / "results"
+    out = harness.COMMITTED if args.commit else args.work / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / RESULTS[0]).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     (out / RESULTS[1]).write_text(markdown(results))
-    bench_run.log(f"wrote {out / RESULTS[0]}, {out / RESULTS[1]}")
+    harness.log(f"wrote {out / RESULTS[0]}, {out / RESULTS[1]}")
     return 0
 
 

@@ -28,8 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.harness import COMMITTED, ROOT, ensure_artifact, ensure_intent_artifact, log, minilm_compile_args
 from bench.memory import PeakMemory, heap_after_gc_peak_mb
-from bench.run import ROOT, COMMITTED, ensure_artifact, ensure_intent_artifact, log, minilm_compile_args
 
 FULL_SIZES = (1_000, 20_000, 200_000, 2_000_000)
 QUICK_SIZES = (1_000, 20_000)
@@ -238,14 +238,14 @@ def plot(results: dict, path: Path) -> None:
 
 def run(quick: bool, out: Path, work: Path) -> dict:
     """Measure, judge and write scale.json, .md and .png into `out`."""
-    from bench.run import _cpu_model
+    from bench.harness import cpu_model
 
     sizes = QUICK_SIZES if quick else FULL_SIZES
     work.mkdir(parents=True, exist_ok=True)
     started, t0 = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), time.time()
     load_start = [round(x, 2) for x in os.getloadavg()]
     runs = measure(sizes, work)
-    results = {"meta": {"started": started, "cpu": _cpu_model(), "machine_cpus": os.cpu_count(), "cores": CORES,
+    results = {"meta": {"started": started, "cpu": cpu_model(), "machine_cpus": os.cpu_count(), "cores": CORES,
                         "driver_memory": DRIVER_MEMORY, "sizes": list(sizes), "loadavg_start": load_start,
                         "loadavg_end": [round(x, 2) for x in os.getloadavg()], "seconds": round(time.time() - t0, 1)},
                "runs": runs, "targets": judge(runs, sizes)}

@@ -22,9 +22,9 @@ import tempfile
 from pathlib import Path
 
 from compiler import onnx_precision
+from compiler.stage import CompileJob, Stage
 from engines import parity, registry, trt_build
 from engines.errors import ArtifactError, EngineUnavailableError
-from compiler.stage import CompileJob, Stage
 
 NEURONX_TARGETS = ("inf2", "trn1", "trn1n")
 # Targets neuronx-cc still knows but no supported inference runtime runs this project's torch-neuronx

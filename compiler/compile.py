@@ -85,8 +85,8 @@ def build_artifact(module, tokenizer_dir: Path, out: Path, *, task: str, backend
     from transformers import AutoTokenizer
 
     from compiler import accel_compile
-    from engines.registry import engine_class
     from compiler.stage import CompileJob, stage_for
+    from engines.registry import engine_class
 
     untrained = getattr(module, "untrained_weights", ())
     if untrained and not allow_untrained_head:

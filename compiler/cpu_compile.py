@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib.metadata
 
-from engines import hardware, parity
 from compiler.stage import CompileJob, Stage
+from engines import hardware, parity
 
 
 def _engine(job: CompileJob, manifest):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import importlib.metadata
 
-from engines import parity
 from compiler.accel_compile import AcceleratedStage
-from engines.errors import ArtifactError, ParityError
 from compiler.stage import CompileJob
+from engines import parity
+from engines.errors import ArtifactError, ParityError
 
 # The transformers names of what torch_bert reads, per torch_bert name.
 EMBEDDINGS = {"word": "word_embeddings", "position": "position_embeddings", "token_type": "token_type_embeddings",

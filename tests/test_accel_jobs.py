@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jobs.duplicates import main
 from engines.registry import BackendFallbackWarning
+from jobs.duplicates import main
 from tests.jobhelpers import pairs_parquet, read_partition, run_job
 from tests.neuron_doubles import DOUBLES, compile_neuron
 

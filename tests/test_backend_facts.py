@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
+from compiler.stage import Stage, stage_for
 from engines import registry
 from engines.artifact import Manifest
 from engines.base import Device, Engine
 from engines.errors import ArtifactError
-from compiler.stage import Stage, stage_for
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "tensorrt", "torch_neuronx", "torch_neuron")

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from bench import job_bench, limits, report
-from bench.run import COMMITTED, ROOT, TARGETS, job_texts, parse_args, target
+from bench.harness import COMMITTED, ROOT
+from bench.run import TARGETS, job_texts, parse_args, target
 
 MINILM = {"layers": 6, "hidden": 384, "intermediate": 1536, "heads": 12}
 

@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 
 from bench import incremental
-from bench.run import COMMITTED
+from bench.harness import COMMITTED
 
 
 def test_day_two_keeps_90_percent_edits_5_and_replaces_5():

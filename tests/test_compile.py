@@ -33,9 +33,9 @@ def test_engine_agrees_with_transformers_through_our_tokenizer(compile_artifact,
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from udfs.runtime import ScorerSpec, load_runtime
-    from udfs.model_outputs import score_pairs
     from engines.base import Device
+    from udfs.model_outputs import score_pairs
+    from udfs.runtime import ScorerSpec, load_runtime
 
     folder = compile_artifact("pair-classification")
     m = open_artifact(folder)

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
+from engines import imds
 from jobs import prices
 from jobs.cost import describe, run_cost
-from engines import imds
 
 # Two executor hosts, three tasks; what each host read from instance metadata.
 TASKS = [{"host": "ip-10-0-0-1", "instance_type": "g5.2xlarge"}, {"host": "ip-10-0-0-1", "instance_type": "g5.2xlarge"},

@@ -34,10 +34,10 @@ from pathlib import Path
 
 import pytest
 
-from emr import layout
-from emr.cli import build_parser as emr_parser
 from compiler.centroid import build_parser as centroid_parser
 from compiler.compile import build_parser as compile_parser
+from emr import layout
+from emr.cli import build_parser as emr_parser
 from jobs.duplicates import build_parser as duplicates_parser
 from jobs.query_intent import build_parser as query_intent_parser
 from tests.test_readme_commands import DOCS, REPO

@@ -287,8 +287,8 @@ def test_bf16_graph_wiring_matches_when_widened_back_to_fp32(tmp_path, trt_artif
     import onnxruntime as ort
     from onnx import TensorProto, numpy_helper
 
-    from engines import parity
     from compiler.onnx_precision import convert_precision
+    from engines import parity
 
     convert_precision(trt_artifact / "model.onnx", tmp_path / "bf16.onnx", "bf16")
     model = onnx.load(str(tmp_path / "bf16.onnx"))

@@ -26,9 +26,9 @@ from engines.errors import EngineUnavailableError, TargetMismatchError
 from udfs import faults
 from udfs.cache import WORKER_CACHE
 from udfs.device import bind_device, task_cpus, task_resources
+from udfs.model_outputs import SINGLE_TEXT_TASKS
 from udfs.progress import ProgressReporter, relayed
 from udfs.runtime import ScorerSpec, load_runtime
-from udfs.model_outputs import SINGLE_TEXT_TASKS
 
 METRIC_DDL = ("_m_real_tokens long, _m_padded_tokens long, _m_engine_loads int, "
               "_m_engine_seconds double, _m_retries int, _m_worker string, _m_tokenize_seconds double, "
