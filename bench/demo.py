@@ -23,8 +23,8 @@ DEMO_INSTANCE_TYPE = "c7i.large"
 
 def _is_current(out: Path, argv: list[str]) -> bool:
     """A verified artifact built from the same arguments is already there."""
-    from engines.artifact import open_artifact
     from engines.errors import ArtifactError
+    from engines.store import open_artifact
 
     try:
         return open_artifact(out).source.get("build_args") == argv

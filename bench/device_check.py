@@ -283,8 +283,8 @@ def make_pairs(n: int, seed: int = 0):
 
 
 def load_engine(artifact: Path, device: str, **kw):
-    from engines.artifact import open_artifact
     from engines.registry import engine_class
+    from engines.store import open_artifact
     from udfs.device import parse_device
 
     m = open_artifact(artifact)

@@ -15,8 +15,8 @@ import numpy as np
 
 
 def _serve(commands, results) -> None:
-    from engines.artifact import open_artifact
     from engines.registry import engine_class
+    from engines.store import open_artifact
     from udfs.batching import pad, plan_batches
 
     engines: dict = {}

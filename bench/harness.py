@@ -33,8 +33,8 @@ def minilm_dir() -> Path:
 def ensure_artifact(out: Path, argv: list[str]) -> tuple[Path | None, str | None]:
     """Compile unless a verified artifact from the same arguments exists; (path, None) or (None, why not)."""
     from compiler import compile as compile_cli
-    from engines.artifact import open_artifact
     from engines.errors import ArtifactError
+    from engines.store import open_artifact
 
     try:
         if open_artifact(out).source.get("build_args") == argv:
@@ -81,8 +81,8 @@ def minilm_compile_args(*extra: str) -> list[str]:
 
 def ensure_intent_artifact(out: Path) -> Path:
     from compiler import centroid
-    from engines.artifact import open_artifact
     from engines.errors import ArtifactError
+    from engines.store import open_artifact
 
     argv = ["--encoder", str(minilm_dir()), "--examples", str(ROOT / "bench" / "data" / "intent_examples.csv"),
             "--split", "build", "--name", "intent-centroid-minilm"]

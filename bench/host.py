@@ -125,8 +125,8 @@ def replay(artifact: Path, workload, frame: pd.DataFrame, cores: int, batch_toke
     output frame the rest of `finish`."""
     from contextlib import ExitStack
 
-    from engines.artifact import open_artifact
     from engines.registry import engine_class
+    from engines.store import open_artifact
     from udfs import model_outputs
     from udfs.runtime import Runtime
     from udfs.tokenize import TextEncoder
@@ -219,7 +219,7 @@ def _job(kind: str, main, frame, texts: list[str], art: Path, work: Path, cores:
     the other --dedup level and, where the flash-tokenizer route is in use, without it."""
     from bench import job_bench
     from bench.harness import log
-    from engines.artifact import open_artifact
+    from engines.store import open_artifact
     from udfs import flash_route
     from udfs.tokenize import TextEncoder
 

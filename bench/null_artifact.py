@@ -14,7 +14,8 @@ import dataclasses
 import shutil
 from pathlib import Path
 
-from engines.artifact import MANIFEST, open_artifact, sha256_file, write_manifest
+from engines.artifact import MANIFEST, sha256_file, write_manifest
+from engines.store import open_artifact
 
 GRAPH = "null: attention-mask sum broadcast to the output width"
 

@@ -161,7 +161,7 @@ def target(name: str, value: float | None, note: str = "", label: str | None = N
 def build_artifacts(quick: bool, work: Path) -> dict:
     """The artifacts the run measures (compiled once, reused while their arguments hold)."""
     from bench import datasets
-    from engines.artifact import open_artifact
+    from engines.store import open_artifact
 
     art_root = ROOT / "artifacts" / "bench"
     # The int8 gate's rows come from another seed: never the measured rows.

@@ -321,10 +321,10 @@ def _preflight_report(args: argparse.Namespace, profile: Any, label: str, env: A
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
-    from engines.artifact import read_manifest
-    from engines.errors import ArtifactError
     from emr import preflight
     from emr.profiles import get_profile
+    from engines.errors import ArtifactError
+    from engines.store import open_artifact
 
     profile = get_profile(args.profile)
     label = args.release_label or DEFAULT.default_label
@@ -337,7 +337,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
               f"{profile.name} ({profile.instance_type}, {profile.gpu}), {label} and the NVIDIA driver{online}")
         return 0
     try:
-        manifest = read_manifest(args.model) if args.model else None
+        manifest = open_artifact(args.model, verify=False) if args.model else None  # the manifest, not the weights
     except ArtifactError as exc:
         raise EmrError(f"--model {args.model}: {exc}", exit_code=2) from exc
     for line in _preflight_report(args, profile, label, env, manifest):

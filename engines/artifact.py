@@ -1,6 +1,7 @@
 """The model artifact: a folder of compiled files plus a manifest that pins them by sha256.
 
-An artifact is checked when it is opened: every listed file's digest must match, so a
+The Manifest is plain data: what the engines make of its backend is checked where an artifact
+is opened (engines/store.py open_artifact), along with every listed file's digest, so a
 half-copied or edited folder fails on the driver before any task starts.
 """
 from __future__ import annotations
@@ -49,10 +50,6 @@ class Manifest:
     def __post_init__(self) -> None:
         if self.task not in TASKS:
             raise ArtifactError(f"manifest task {self.task!r} is not one of {TASKS}")
-        from engines.registry import backends  # which imports the engines, which import this module
-
-        if self.backend not in backends():
-            raise ArtifactError(f"manifest backend {self.backend!r} is not one of {backends()}")
         if self.task != "embedding" and not self.labels:
             raise ArtifactError(f"a {self.task} artifact needs labels; the manifest has none")
         if self.max_seq_len < 8:
@@ -87,9 +84,6 @@ class Manifest:
         if missing:
             raise ArtifactError(f"manifest lacks required keys {missing}")
         kw = {k: v for k, v in d.items() if k in known}
-        from engines.registry import canonical_backend
-
-        kw["backend"] = canonical_backend(d["backend"])
         kw["buckets"] = tuple(tuple(int(x) for x in b) for b in d.get("buckets", ()))
         kw["labels"] = tuple(d.get("labels", ()))
         kw["inputs"] = tuple(d.get("inputs", cls.inputs))
@@ -166,11 +160,3 @@ def verify_files(folder: Path, manifest: Manifest) -> None:
             problems.append(f"{rel}: sha256 {actual[:12]}… != manifest {expected[:12]}…")
     if problems:
         raise ArtifactError(f"artifact {folder} does not match its manifest: " + "; ".join(problems))
-
-
-def open_artifact(folder: str | Path, verify: bool = True) -> Manifest:
-    """Read and (by default) fully verify an artifact folder."""
-    manifest = read_manifest(Path(folder))
-    if verify:
-        verify_files(Path(folder), manifest)
-    return manifest

@@ -9,6 +9,7 @@ an explicit list rather than a scan of engines/, whose other modules import torc
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import warnings
 
@@ -56,6 +57,14 @@ def engine_class(backend: str):
 def canonical_backend(name: str) -> str:
     """A manifest's backend name as it is today (older manifests wrote a few differently)."""
     return next((c.backend for c in _engines() if name in c.legacy_backends), name)
+
+
+def checked(manifest: Manifest) -> Manifest:
+    """A manifest as read, its backend under today's name; ArtifactError for one no engine declares."""
+    backend = canonical_backend(manifest.backend)
+    if backend not in backends():
+        raise ArtifactError(f"manifest backend {manifest.backend!r} is not one of {backends()}")
+    return manifest if backend == manifest.backend else dataclasses.replace(manifest, backend=backend)
 
 
 def precisions() -> tuple[str, ...]:

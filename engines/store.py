@@ -49,10 +49,10 @@ import urllib.parse
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
-from engines.artifact import MANIFEST, Manifest, open_artifact, parse_manifest
+from engines.artifact import MANIFEST, Manifest, parse_manifest, read_manifest, verify_files
 from engines.errors import ArtifactError
 
-__all__ = ["CACHE_ENV", "DEFAULT_CACHE_DIR", "S3Prefix", "localize", "open_manifest", "parse_uri"]
+__all__ = ["CACHE_ENV", "DEFAULT_CACHE_DIR", "S3Prefix", "localize", "open_artifact", "open_manifest", "parse_uri"]
 
 CACHE_ENV = "ACCEL_SCORING_CACHE"
 DEFAULT_CACHE_DIR = "/tmp/accel-scoring-cache"
@@ -88,6 +88,15 @@ def parse_uri(uri: str | os.PathLike[str]) -> Path | S3Prefix:
     raise ArtifactError(f"unsupported scheme {parsed.scheme + '://'!r}; an artifact is a local path, file:// or s3://")
 
 
+def open_artifact(folder: str | os.PathLike[str], verify: bool = True) -> Manifest:
+    """An artifact folder's manifest, its backend checked against the engines (engines/registry.py
+    checked) and, by default, every file against its sha256."""
+    manifest = _checked(read_manifest(Path(folder)))
+    if verify:
+        verify_files(Path(folder), manifest)
+    return manifest
+
+
 def open_manifest(uri: str | os.PathLike[str], *, s3_client: Any = None) -> Manifest:
     """The manifest the driver checks: every file verified locally, only manifest.json on S3."""
     where = parse_uri(uri)
@@ -95,7 +104,15 @@ def open_manifest(uri: str | os.PathLike[str], *, s3_client: Any = None) -> Mani
         return open_artifact(where)
     data = _read_object(s3_client or _default_s3_client(), where, MANIFEST)
     _manifest_files(data, where)
-    return parse_manifest(data, f"{where}{MANIFEST}")
+    return _checked(parse_manifest(data, f"{where}{MANIFEST}"))
+
+
+def _checked(manifest: Manifest) -> Manifest:
+    # Here, not at the top: emr/profiles.py (the Airflow venv, without numpy) imports this module,
+    # and the registry imports every engine.
+    from engines import registry
+
+    return registry.checked(manifest)
 
 
 def localize(

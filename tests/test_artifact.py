@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from engines import artifact
+from engines import artifact, store
 from engines.errors import ArtifactError
 
 
@@ -28,13 +28,21 @@ def test_digest_changes_with_any_file_hash():
 
 @pytest.mark.parametrize("over, message", [
     ({"task": "regression"}, "task 'regression'"),
-    ({"backend": "tflite"}, "backend 'tflite'"),
     ({"labels": ()}, "needs labels"),
     ({"max_seq_len": 4}, "max_seq_len must be >= 8"),
 ])
 def test_manifest_rejects_bad_fields(over, message):
     with pytest.raises(ArtifactError, match=message):
         _manifest(**over)
+
+
+def test_opening_checks_the_backend_against_the_engines_and_renames_old_ones(tmp_path):
+    """The Manifest is plain data; opening an artifact asks the registry about its backend."""
+    artifact.write_manifest(tmp_path, _manifest(backend="tflite"))
+    with pytest.raises(ArtifactError, match="manifest backend 'tflite' is not one of"):
+        store.open_artifact(tmp_path)
+    artifact.write_manifest(tmp_path, _manifest(backend="torchscript"))  # torch's name before the rename
+    assert store.open_artifact(tmp_path).backend == "torch" and artifact.read_manifest(tmp_path).backend == "torchscript"
 
 
 def test_embedding_needs_no_labels():
@@ -49,22 +57,22 @@ def test_verify_names_changed_and_missing_files(tmp_path):
     artifact.write_manifest(tmp_path, m)
     (tmp_path / "model.onnx").write_bytes(b"weightz")
     with pytest.raises(ArtifactError) as err:
-        artifact.open_artifact(tmp_path)
+        store.open_artifact(tmp_path)
     assert "model.onnx: sha256" in str(err.value) and "gone.bin: missing" in str(err.value)
     assert "tok.json" not in str(err.value)
 
 
 def test_missing_manifest_and_wrong_format_version(tmp_path):
     with pytest.raises(ArtifactError, match="manifest.json not found"):
-        artifact.open_artifact(tmp_path)
+        store.open_artifact(tmp_path)
     d = _manifest().to_dict() | {"format_version": 99}
     (tmp_path / "manifest.json").write_text(json.dumps(d))
     with pytest.raises(ArtifactError, match="format_version 99 is not supported"):
-        artifact.open_artifact(tmp_path)
+        store.open_artifact(tmp_path)
 
 
 def test_a_manifest_with_a_field_of_the_wrong_type_is_an_artifact_error(tmp_path):
     d = _manifest().to_dict() | {"max_seq_len": "long"}
     (tmp_path / "manifest.json").write_text(json.dumps(d))
     with pytest.raises(ArtifactError, match="manifest.json has a malformed field"):
-        artifact.open_artifact(tmp_path)
+        store.open_artifact(tmp_path)

@@ -105,7 +105,7 @@ def test_every_shipped_backend_has_a_compile_stage():
 def test_the_fake_backend_is_gone_after_its_test():
     assert "fake" not in registry.backends()
     with pytest.raises(ArtifactError, match="manifest backend 'fake'"):
-        _manifest("fake")
+        registry.checked(_manifest("fake"))
 
 
 def test_two_classes_cannot_claim_one_backend(monkeypatch):

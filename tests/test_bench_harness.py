@@ -180,8 +180,9 @@ def test_bench_writes_scratch_results_unless_told_to_commit(monkeypatch, tmp_pat
 @pytest.mark.parametrize("task", ["embedding", "text-classification"])
 def test_null_artifact_is_a_verified_artifact_whose_graph_only_sums_the_mask(compile_artifact, tmp_path, task):
     from bench import null_artifact
-    from engines.artifact import open_artifact, sha256_file
+    from engines.artifact import sha256_file
     from engines.registry import engine_class
+    from engines.store import open_artifact
 
     compiled = compile_artifact(task)
     out = null_artifact.build(compiled, tmp_path / "null")

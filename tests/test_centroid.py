@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from compiler import centroid
-from engines.artifact import open_artifact
 from engines.errors import ArtifactError
+from engines.store import open_artifact
 
 def test_centroids_are_label_means_in_sorted_label_order():
     emb = torch.tensor([[1.0, 0.0], [0.0, 1.0], [3.0, 0.0]])

@@ -5,8 +5,8 @@ import pytest
 
 from compiler import compile as compile_cli
 from engines import parity
-from engines.artifact import open_artifact
 from engines.registry import engine_class
+from engines.store import open_artifact
 
 
 @pytest.mark.parametrize("task, backend", [("pair-classification", "onnx"), ("pair-classification", "torch"),

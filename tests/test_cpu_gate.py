@@ -13,9 +13,10 @@ import pytest
 from compiler import compile as compile_cli
 from compiler import onnx_optimize
 from engines import hardware, parity
-from engines.artifact import MANIFEST, open_artifact, sha256_file
+from engines.artifact import MANIFEST, sha256_file
 from engines.errors import ParityError
 from engines.onnxruntime_cpu import OnnxRuntimeEngine, features_text
+from engines.store import open_artifact
 from tests.jobhelpers import pairs_frame, read_partition, run_job
 
 CANNED = Path(__file__).resolve().parent / "canned"

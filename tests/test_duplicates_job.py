@@ -94,7 +94,7 @@ def test_summary_counts_match_output(scored):
     assert s["model"] == f"tiny-{scored['task']}@7" and len(s["model_sha256"]) == 64
     assert {t["partition"] for t in s["tasks"]} == {0, 1, 2}
     if scored["task"] == "embedding":  # single texts: each worker says which tokenizer encodes them
-        from engines.artifact import open_artifact
+        from engines.store import open_artifact
         from udfs.tokenize import TextEncoder
 
         model = scored["model"]

@@ -69,8 +69,8 @@ def test_submit_on_a_synchronous_engine_returns_the_finished_result():
 def test_engines_refuse_an_artifact_whose_parity_failed(compile_artifact):
     import dataclasses
 
-    from engines.artifact import open_artifact
     from engines.registry import engine_class
+    from engines.store import open_artifact
 
     folder = compile_artifact("pair-classification")
     failed = dataclasses.replace(open_artifact(folder), parity={"passed": False, "max_abs_diff": 0.3})

@@ -45,8 +45,8 @@ def test_static_engine_pads_to_buckets():
 
 def test_onnx_runtime_batches_are_padded_to_their_longest_row_exactly(compile_artifact):
     # The CPU engine gains nothing from lengths rounded to 8; short queries would lose ~30% to it.
-    from engines.artifact import open_artifact
     from engines.registry import engine_class
+    from engines.store import open_artifact
 
     folder = compile_artifact("embedding")
     with engine_class("onnx")(folder, open_artifact(folder)) as engine:

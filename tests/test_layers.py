@@ -1,11 +1,11 @@
 """The layers hold: a package imports only the packages below it, and no modules import each
-other at module level (a circle that survives only through imports inside functions is one
+other, not even through imports inside functions (a circle that survives only that way is one
 responsibility in the wrong place).
 
     emr/, bench/, compiler/  ->  jobs/ (driver)  ->  udfs/ (executor Python)  ->  engines/
 
-Every import counts for the direction, those inside functions too: an executor that runs a
-function of engines/ must not need jobs/. Read from the source with `ast`, nothing imported.
+Every import counts, those inside functions too: an executor that runs a function of engines/ must
+not need jobs/. Read from the source with `ast`, nothing imported.
 """
 from __future__ import annotations
 
@@ -34,14 +34,13 @@ def modules(root: Path) -> dict[str, Path]:
     return found
 
 
-def imports(path: Path, name: str, top_level_only: bool) -> list[tuple[int, str]]:
+def imports(path: Path, name: str) -> list[tuple[int, str]]:
     """(line, module) of each project import in `path`; `from a import b` names a.b when that is a
     module of its own, as `from engines import artifact` does."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
-    for node in nodes:
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -59,7 +58,7 @@ def upward_imports(root: Path) -> list[str]:
     bad = {}
     for name, path in modules(root).items():
         layer = name.split(".")[0]
-        for line, module in imports(path, name, top_level_only=False):
+        for line, module in imports(path, name):
             target = module.split(".")[0]
             if target != layer and target not in ALLOWED[layer]:
                 where = (f"{path.relative_to(root)}:{line}", layer, target)  # `from a import b`: a, not a.b too
@@ -68,10 +67,10 @@ def upward_imports(root: Path) -> list[str]:
                   for (where, layer, target), module in bad.items())
 
 
-def module_level_circles(root: Path) -> list[list[str]]:
-    """The strongly connected groups of two or more modules in the graph of module-level imports."""
+def import_circles(root: Path) -> list[list[str]]:
+    """The strongly connected groups of two or more modules in the graph of their imports."""
     known = modules(root)
-    graph = {name: sorted({m for _, m in imports(path, name, top_level_only=True) if m in known and m != name})
+    graph = {name: sorted({m for _, m in imports(path, name) if m in known and m != name})
              for name, path in known.items()}
     index, low, stack, on_stack, circles = {}, {}, [], set(), []
 
@@ -106,8 +105,8 @@ def test_no_package_imports_a_layer_above_it():
     assert upward_imports(ROOT) == []
 
 
-def test_no_modules_import_each_other_at_module_level():
-    assert module_level_circles(ROOT) == []
+def test_no_modules_import_each_other():
+    assert import_circles(ROOT) == []
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -126,7 +125,8 @@ def test_a_planted_upward_import_fails_even_inside_a_function(tmp_path):
     assert upward_imports(root) == ["engines/base.py:2 imports jobs (engines/ may not import jobs/)"]
 
 
-def test_a_planted_circle_fails_and_one_through_a_function_does_not(tmp_path):
+def test_a_planted_circle_fails_through_a_function_too(tmp_path):
     root = _tree(tmp_path, {"engines/a.py": "from engines import b\n", "engines/b.py": "import engines.a\n",
-                            "engines/c.py": "from engines.d import x\n", "engines/d.py": "def f():\n    import engines.c\n"})
-    assert module_level_circles(root) == [["engines.a", "engines.b"]]
+                            "engines/c.py": "from engines.d import x\n", "engines/d.py": "def f():\n    import engines.c\n",
+                            "engines/e.py": "from engines import a\n"})
+    assert sorted(import_circles(root)) == [["engines.a", "engines.b"], ["engines.c", "engines.d"]]

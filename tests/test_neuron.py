@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from engines import parity
-from engines.artifact import open_artifact
 from engines.base import Device
 from engines.errors import ArtifactError, EngineUnavailableError, ParityError, TargetMismatchError
 from engines.hardware import Hardware
 from engines.neuron import NeuronEngine, NeuronxEngine, pin_core, versions_compatible
 from engines.registry import resolve_backend
+from engines.store import open_artifact
 from tests.neuron_doubles import compile_neuron, neuron_doubles, without_neuron_sdk
 
 

@@ -11,8 +11,8 @@ import pytest
 from compiler import compile as compile_cli
 from compiler import onnx_optimize
 from engines import parity, probes
-from engines.artifact import open_artifact
 from engines.registry import engine_class
+from engines.store import open_artifact
 
 
 def _compile(model: Path, out: Path, task: str, *flags: str) -> int:

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from engines import trt_build
-from engines.artifact import open_artifact
 from engines.base import Device
 from engines.errors import ArtifactError, EngineUnavailableError, TargetMismatchError
 from engines.hardware import Hardware
 from engines.registry import BackendFallbackWarning, resolve_backend
+from engines.store import open_artifact
 from engines.tensorrt import check_target
 from tests.fake_tensorrt import (PINNED, FakeCuda, FakeTensorRT, IBuilderConfig, IExecutionContext, RecordingTrt,
                                  fake_torch, plan_bytes)

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from engines import registry
-from engines.artifact import open_artifact
 from engines.base import Device
 from engines.errors import ArtifactError, ParityError, TargetMismatchError
+from engines.store import open_artifact
 from engines.torch_cuda import TorchCudaEngine
 from tests.fake_tensorrt import FakeCuda
 

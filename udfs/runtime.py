@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from engines.artifact import Manifest, open_artifact
+from engines.artifact import Manifest
 from engines.base import Device, Engine, EngineSpec
 from engines.errors import ArtifactError, ParityError
 from engines.registry import engine_class
-from engines.store import localize
+from engines.store import localize, open_artifact
 from udfs import progress
 from udfs.progress import ProgressAddress
 from udfs.tokenize import TextEncoder
