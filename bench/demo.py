@@ -62,7 +62,7 @@ def precision_recall(predicted: pd.Series, truth: pd.Series) -> tuple[float, flo
 
 
 def duplicates_demo(rows: int, work: Path, run_date: str) -> None:
-    from bench import datasets
+    from bench.synthetic import datasets
 
     model = ensure_artifact(ROOT / "artifacts" / "minilm-l6-embedding", [
         "--model", str(minilm_dir()), "--task", "embedding", "--backend", "onnx", "--name", "all-minilm-l6-v2",
@@ -82,7 +82,7 @@ def duplicates_demo(rows: int, work: Path, run_date: str) -> None:
 
 
 def intent_demo(rows: int, work: Path, run_date: str) -> None:
-    from bench import datasets
+    from bench.synthetic import datasets
 
     examples = ROOT / "bench" / "data" / "intent_examples.csv"
     model = ROOT / "artifacts" / "intent-centroid-minilm"

@@ -274,8 +274,8 @@ def compile_torch_cuda(hf_dir: Path, task: str, out: Path, precision: str, name:
 
 
 def make_pairs(n: int, seed: int = 0):
-    """Generator pairs (bench/datasets.py) as the job joins their sides: (left, right) texts."""
-    from bench.datasets import product_pairs
+    """Generator pairs (bench/synthetic/datasets.py) as the job joins their sides: (left, right) texts."""
+    from bench.synthetic.datasets import product_pairs
     from udfs.workloads import Duplicates
 
     frame, job = product_pairs(n, seed=seed), Duplicates()
@@ -573,7 +573,7 @@ def tensorrt_stage(hf_dir: Path, task: str, reference, work: Path, device: str, 
 
 def spark_stage(artifact: Path, device: str, rows: int, work: Path, partitions: int) -> dict:
     """jobs/duplicates.py on local Spark with --backend torch-cuda."""
-    from bench.datasets import product_pairs
+    from bench.synthetic.datasets import product_pairs
     from jobs.duplicates import main as duplicates
 
     data, out = work / "spark-pairs.parquet", work / "spark-out"
@@ -689,7 +689,7 @@ def run(args) -> int:
             results.stage(f"engine_{name}_{precision}", lambda artifact=artifact, name=name: engine_stage(
                 artifact, hf[name]["task"], device, sizes, peak, mix), deadline)
 
-    from bench.datasets import product_pairs, search_queries
+    from bench.synthetic.datasets import product_pairs, search_queries
 
     data = {"duplicates": work / "pairs.parquet", "intent": work / "queries.parquet"}
     product_pairs(sizes.worker_pairs, seed=11).to_parquet(data["duplicates"])

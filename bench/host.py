@@ -310,7 +310,8 @@ def _sequences_per_row(summary: dict, worker: dict, rows: int) -> float:
 
 
 def section(spark, *, fp32: Path, intent: Path, work: Path, cores: int, quick: bool) -> dict:
-    from bench import datasets, null_artifact
+    from bench import null_artifact
+    from bench.synthetic import datasets
     from bench.harness import cpu_model, side_texts
     from jobs import duplicates, query_intent
     from udfs.workloads import Duplicates, QueryIntent

@@ -111,7 +111,7 @@ def catalogue_pairs(products: int, seed: int = 41) -> pd.DataFrame:
 
 
 def _pairs(n: int, seed: int) -> pd.DataFrame:
-    from bench import datasets
+    from bench.synthetic import datasets
 
     return datasets.product_pairs(n, seed=seed).drop(columns=["label"])
 

@@ -26,7 +26,8 @@ RESULTS = ("int8.json", "int8.md")
 
 
 def measure(args) -> dict:
-    from bench import datasets, job_bench
+    from bench import job_bench
+    from bench.synthetic import datasets
     from engines import hardware
     from jobs import duplicates
 

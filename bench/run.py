@@ -5,7 +5,7 @@
     python -m bench.run --commit     # a full run that replaces the committed bench/results/
     python -m bench.run --only host  # the host ceiling alone (bench/host.py), merged into the results
 
-On the seeded generator's data (bench/datasets.py) and the packaged all-MiniLM-L6-v2, it
+On the seeded generator's data (bench/synthetic/datasets.py) and the packaged all-MiniLM-L6-v2, it
 measures the bare engine per backend, precision and length mix; the duplicates and intent jobs
 end to end on local Spark (steady state; the JVM start is reported on its own); the peers
 (`predict_batch_udf` + transformers, an iterator pandas UDF + transformers, Ray Data) on the
@@ -160,7 +160,7 @@ def target(name: str, value: float | None, note: str = "", label: str | None = N
 
 def build_artifacts(quick: bool, work: Path) -> dict:
     """The artifacts the run measures (compiled once, reused while their arguments hold)."""
-    from bench import datasets
+    from bench.synthetic import datasets
     from engines.store import open_artifact
 
     art_root = ROOT / "artifacts" / "bench"
@@ -412,7 +412,8 @@ def run_host(args) -> dict:
 
 
 def run(args) -> dict:
-    from bench import datasets, host, job_bench, limits
+    from bench import host, job_bench, limits
+    from bench.synthetic import datasets
     from bench.engine_bench import EnginePool
     from udfs.tokenize import TextEncoder
 

@@ -80,7 +80,7 @@ def submit(script: str, args: list[str], driver_memory: str = DRIVER_MEMORY, cor
 
 
 def inputs(kind: str, rows: int, work: Path) -> Path:
-    from bench import datasets
+    from bench.synthetic import datasets
 
     path = work / f"{kind}-{rows}.parquet"
     if not path.exists():

@@ -24,7 +24,7 @@ def test_read_examples_filters_split_and_checks_columns(tmp_path):
 @pytest.mark.slow
 @pytest.mark.spark
 def test_demo_intent_model_classifies_heldout_queries(spark, minilm_dir, tmp_path, capsys):
-    from bench.datasets import load_intent_examples
+    from bench.synthetic.datasets import load_intent_examples
     from jobs.query_intent import main
     from tests.jobhelpers import read_partition, run_job
 

@@ -5,7 +5,7 @@ import re
 import pandas as pd
 import pytest
 
-from bench.datasets import load_intent_examples, main, product_pairs, search_queries
+from bench.synthetic.datasets import load_intent_examples, main, product_pairs, search_queries
 
 TEXT_COLUMNS = ["left_title", "left_brand", "left_description", "right_title", "right_brand", "right_description"]
 MODEL = r"Model: ([^;\s]+);"  # descriptions state the exact model code when they give one

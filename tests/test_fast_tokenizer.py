@@ -52,7 +52,7 @@ def _assert_same(routed, plain, texts):
 
 
 def _generator_texts(n):
-    from bench import datasets
+    from bench.synthetic import datasets
     from udfs.workloads import Duplicates
 
     pairs = datasets.product_pairs(n // 4, seed=7)

@@ -66,7 +66,7 @@ def _unicode_corpus(n: int, seed: int) -> list[str]:
     """Generator offers and queries mixed with the edge cases a WordPiece tokenizer trips on:
     accents (composed and combining), CJK, emoji sequences, RTL, control and invisible
     characters, odd whitespace, words over the 100-character limit, texts long enough to truncate."""
-    from bench import datasets
+    from bench.synthetic import datasets
     from udfs.tokenize import FAST_PROBES
     from udfs.workloads import Duplicates
 

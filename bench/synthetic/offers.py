@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from bench.catalog import (
+from bench.synthetic.catalog import (
     AUTHORS, AXES, BOILERPLATE, BOILERPLATE_TITLE, BOOK_WORDS, BRANDS, CATEGORY_FACTS, INTROS,
     SPEC_FORMS, TYPES, ProductType,
 )

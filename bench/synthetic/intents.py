@@ -11,8 +11,8 @@ import functools
 import random
 import string
 
-from bench.catalog import AXES, BOOK_WORDS, BRANDS, COLOURS, TYPES
-from bench.offers import typo
+from bench.synthetic.catalog import AXES, BOOK_WORDS, BRANDS, COLOURS, TYPES
+from bench.synthetic.offers import typo
 
 _PRODUCTS = tuple(t for t in TYPES if t.lines)
 _WEARABLES = tuple(t for t in _PRODUCTS if t.category in ("apparel", "footwear"))

@@ -4,8 +4,8 @@ Everything is synthetic and deterministic for a given ``(n, seed)``; nothing is 
 
 Example::
 
-    python -m bench.datasets pairs --rows 100000 --seed 0 --out data/pairs.parquet
-    python -m bench.datasets queries --rows 100000 --seed 0 --out data/queries.jsonl
+    python -m bench.synthetic.datasets pairs --rows 100000 --seed 0 --out data/pairs.parquet
+    python -m bench.synthetic.datasets queries --rows 100000 --seed 0 --out data/queries.jsonl
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.intents import INTENTS, WEIGHTS, render_query
-from bench.offers import build_catalogue, render_offer
+from bench.synthetic.intents import INTENTS, WEIGHTS, render_query
+from bench.synthetic.offers import build_catalogue, render_offer
 
 _PAIR_COLUMNS = ("pair_id", "left_title", "left_brand", "left_description",
                  "right_title", "right_brand", "right_description", "label")
 _HARD_SHARE = 0.5  # of the negatives; the rest are random (mostly easy) pairs
-_INTENT_CSV = Path(__file__).with_name("data") / "intent_examples.csv"
+_INTENT_CSV = Path(__file__).resolve().parent.parent / "data" / "intent_examples.csv"  # bench/data/
 
 
 def product_pairs(n: int, seed: int = 0, duplicate_fraction: float = 0.4) -> pd.DataFrame:
@@ -183,7 +183,7 @@ def write(frame: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.datasets", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.synthetic.datasets", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="kind", required=True)
     for kind in ("pairs", "queries"):
         p = sub.add_parser(kind, help=f"write synthetic {'product pairs' if kind == 'pairs' else 'search queries'}")
