@@ -87,47 +87,16 @@ def plain_tokenization_seconds(tokenizer_json: Path, max_seq_len: int, texts: li
 
 # ---------------------------------------------------------------- bench-side replay
 
-class _Clock:
-    def __init__(self):
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def patched(self, owner, name: str, bucket: str, on_call=None):
-        """Time every call of owner.name into `bucket` while the block runs (and show it to on_call)."""
-        original = getattr(owner, name)
-
-        def timed(*args, **kwargs):
-            if on_call is not None:
-                on_call(*args, **kwargs)
-            t0 = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                self.seconds[bucket] = self.seconds.get(bucket, 0.0) + time.perf_counter() - t0
-
-        setattr(owner, name, timed)
-        try:
-            yield
-        finally:
-            setattr(owner, name, original)
-
-    def add(self, bucket: str, seconds: float) -> None:
-        self.seconds[bucket] = self.seconds.get(bucket, 0.0) + seconds
-
-
 def replay(artifact: Path, workload, frame: pd.DataFrame, cores: int, batch_tokens: int) -> dict:
     """The job's worker code on the job's Arrow batches, in this process, phase by phase.
 
     The frame is dealt to `cores` shares like the job's repartition and cut into Arrow batches
-    of the job's size; the first REPLAY_BATCHES of them are timed. Tokenization is timed at
-    udfs/model_outputs.py's tokenize functions, the engine at its infer(), batching and padding as the
-    rest of udfs/execute.py's run_encoded; validation is the rest of `prepare`, scatter and
-    output frame the rest of `finish`."""
-    from contextlib import ExitStack
-
+    of the job's size; the first REPLAY_BATCHES of them are timed. Tokenization, the engine and
+    batching and padding (the rest of udfs/execute.py's run_encoded) come from the counters the
+    worker keeps for the run summary (RunStats); validation is the rest of `prepare`, scatter
+    and output frame the rest of `finish`."""
     from engines.registry import engine_class
     from engines.store import open_artifact
-    from udfs import model_outputs
     from udfs.runtime import Runtime
     from udfs.tokenize import TextEncoder
     from udfs.workloads import ID_COUNT
@@ -140,27 +109,23 @@ def replay(artifact: Path, workload, frame: pd.DataFrame, cores: int, batch_toke
         share = frame.iloc[p::cores]
         batches += [share.iloc[i:i + ARROW_BATCH_ROWS] for i in range(0, len(share), ARROW_BATCH_ROWS)]
     batches = [b.reset_index(drop=True).assign(**{ID_COUNT: np.nan}) for b in batches[:REPLAY_BATCHES]]
-    clock = _Clock()
-    sent = {"sequences": 0, "real_tokens": 0}
-
-    def count(engine, enc, *rest, **kw) -> None:  # what the engine is sent
-        sent["sequences"] += len(enc.lengths)
-        sent["real_tokens"] += int(enc.lengths.sum())
-
-    with ExitStack() as stack:
-        for name in ("tokenize_pairs", "tokenize_texts"):
-            stack.enter_context(clock.patched(model_outputs, name, "tokenize"))
-        stack.enter_context(clock.patched(model_outputs, "run_encoded", "run_encoded", on_call=count))
-        stack.enter_context(clock.patched(engine, "infer", "engine"))
-        for batch in batches:
-            t0 = time.perf_counter()
-            prepared = workload.prepare(runtime, batch)
-            clock.add("prepare", time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            workload.finish(runtime, prepared, batch_tokens)
-            clock.add("finish", time.perf_counter() - t0)
+    seconds = dict.fromkeys(("prepare", "finish", "tokenize", "run_encoded", "engine"), 0.0)
+    sent = {"sequences": 0, "real_tokens": 0}  # what the engine is sent
+    for batch in batches:
+        t0 = time.perf_counter()
+        prepared = workload.prepare(runtime, batch)
+        t1 = time.perf_counter()
+        _, scored = workload.finish(runtime, prepared, batch_tokens)
+        seconds["finish"] += time.perf_counter() - t1
+        seconds["prepare"] += t1 - t0
+        stats = scored.stats  # the worker's own counters (udfs/execute.py RunStats)
+        seconds["tokenize"] += stats.tokenize_seconds
+        seconds["run_encoded"] += stats.run_seconds
+        seconds["engine"] += stats.engine_seconds
+        sent["sequences"] += stats.sequences
+        sent["real_tokens"] += stats.real_tokens
     engine.close()
-    s = clock.seconds
+    s = seconds
     phases = {"validation": s["prepare"] - s["tokenize"], "tokenization": s["tokenize"],
               "batching_padding": s["run_encoded"] - s["engine"], "engine": s["engine"],
               "scatter_output": s["finish"] - s["run_encoded"]}

@@ -28,6 +28,8 @@ class RunStats:
     tokenize_seconds: float = 0.0
     batches: int = 0
     retries: int = 0
+    sequences: int = 0  # encoded rows sent to the engine
+    run_seconds: float = 0.0  # all of run_encoded: the engine's time plus batching and padding
 
 
 @dataclasses.dataclass
@@ -45,8 +47,9 @@ def run_encoded(engine, enc: Encoded, token_budget: int, on_rows=None) -> RunRes
         if on_rows is not None:
             on_rows(np.arange(len(lengths)))
         return RunResult(np.full((len(lengths), 1), np.nan), [refused] * len(lengths), RunStats())
+    started = time.perf_counter()
     spec = engine.spec
-    stats = RunStats(real_tokens=int(lengths.sum()))
+    stats = RunStats(real_tokens=int(lengths.sum()), sequences=len(lengths))
     outputs: np.ndarray | None = None
     errors: list = [None] * len(lengths)
     plan = plan_batches(lengths, token_budget, max_seq_len=spec.max_seq_len, pad_multiple=spec.pad_multiple,
@@ -103,6 +106,7 @@ def run_encoded(engine, enc: Encoded, token_budget: int, on_rows=None) -> RunRes
             on_rows(batch.rows)
     if outputs is None:
         outputs = np.full((len(lengths), 1), np.nan, dtype=np.float64)
+    stats.run_seconds = time.perf_counter() - started
     return RunResult(outputs, errors, stats)
 
 
