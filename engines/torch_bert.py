@@ -4,7 +4,7 @@ transformers, TensorRT or a torch-version-bound serialized graph.
 The artifact carries `torch/model.json` (the architecture below) and `torch/weights.pt` (a
 state dict of plain tensors, read with `torch.load(weights_only=True)`), so any torch with
 `scaled_dot_product_attention` (2.0 and newer) loads it, in any precision, on any device.
-Compile (compiler/accel_compile.py TorchCudaStage) converts a transformers BERT into it and
+Compile (compiler/torch_cuda_compile.py TorchCudaStage) converts a transformers BERT into it and
 holds this module to the transformers outputs (fp32 logits within 1e-4), so an architecture
 detail this module lacks cannot pass unnoticed.
 

@@ -1,6 +1,6 @@
 """Score each distinct unit once per run, and with --cache once until the model changes.
 
-    input rows -> keyed rows (udfs/units.Keyer: validation, texts, keys)
+    input rows -> keyed rows (udfs/scoring_units.Keyer: validation, texts, keys)
                -> distinct units -> minus the cache's entries -> scored (udfs/scorer.py)
                -> joined back to every row -> the job's output columns
 

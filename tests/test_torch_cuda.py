@@ -1,4 +1,4 @@
-"""The torch-cuda backend (engines/torch_cuda.py, torch_bert.py, cuda_graphs.py, torch_cuda_compile.py):
+"""The torch-cuda backend (engines/torch_cuda.py, torch_bert.py, cuda_graphs.py; compiler/torch_cuda_compile.py):
 compile, the artifact, the load-time gate, and the engine on the CPU for real and on an emulated
 GPU (tests/fake_tensorrt.py's FakeCuda plus the graph calls), where streams and events are no-ops
 and "device" tensors live in CPU memory. What the emulation proves: the pipelined slots, the graph
