@@ -51,9 +51,9 @@ demo: $(STAMP)
 	$(PY) -m bench.demo --rows $(DEMO_ROWS)
 
 # Spark's s3a filesystem for tests/test_s3.py: hadoop-aws 3.3.1 and its AWS SDK bundle, fetched
-# once into ~/.cache/accel-scoring/s3a-jars/ and checked against the sha256 in tests/s3a_jars.py.
+# once into ~/.cache/accel-scoring/s3a-jars/ and checked against the sha256 in local_aws/s3a_jars.py.
 s3a-jars: $(STAMP)
-	$(PY) -m tests.s3a_jars
+	$(PY) -m local_aws.s3a_jars
 
 # The Airflow DAG tests run in their own venv (emr/airflow.mk): Airflow's pins clash with Spark's.
 # Then the Spark tests again on Spark 4.1 (spark4.mk).

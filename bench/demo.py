@@ -8,52 +8,25 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from bench.harness import ROOT, THRESHOLD, minilm_dir
+from bench.harness import ROOT, THRESHOLD, ensure_artifact, ensure_intent_artifact, minilm_compile_args, submit
+
 # The demo runs on local[2]; a c7i.large has 2 vCPUs, so its price is what these runs would cost
 # on EC2 (the summary's $ per million rows).
 DEMO_INSTANCE_TYPE = "c7i.large"
 
 
-def _is_current(out: Path, argv: list[str]) -> bool:
-    """A verified artifact built from the same arguments is already there."""
-    from engines.errors import ArtifactError
-    from engines.store import open_artifact
-
-    try:
-        return open_artifact(out).source.get("build_args") == argv
-    except ArtifactError:
-        return False
-
-
-def ensure_artifact(out: Path, argv: list[str]) -> Path:
-    """Compile unless a verified artifact built from the same arguments is already there."""
-    if _is_current(out, argv):
-        return out
-    print(f"demo: compiling {out.name} (about 30 s) ...", flush=True)
-    from compiler import compile as compile_cli
-
-    if compile_cli.main(argv + ["--out", str(out)]) != 0:
-        sys.exit("demo: compile failed")
-    return out
-
-
 def spark_submit(job: str, args: list[str]) -> dict:
-    """The job as a user runs it: the venv's spark-submit, nothing exported beforehand."""
-    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--driver-memory", "4g",
-           str(ROOT / "jobs" / job), *args, "--instance-type", DEMO_INSTANCE_TYPE]
-    print("demo: " + " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)  # the job's own lines go to stderr
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        sys.exit(f"demo: {job} exited {proc.returncode}")
-    return json.loads(lines[-1])
+    """The job as a user runs it, the job's own lines on the terminal; its run summary."""
+    print("demo: ", end="", flush=True)
+    summary = submit(job, [*args, "--instance-type", DEMO_INSTANCE_TYPE], driver_memory="4g", memory=False, echo=True)
+    if "error" in summary:
+        sys.exit(f"demo: {job} exited {summary['exit_code']}")
+    return summary
 
 
 def precision_recall(predicted: pd.Series, truth: pd.Series) -> tuple[float, float]:
@@ -64,9 +37,10 @@ def precision_recall(predicted: pd.Series, truth: pd.Series) -> tuple[float, flo
 def duplicates_demo(rows: int, work: Path, run_date: str) -> None:
     from bench.synthetic import datasets
 
-    model = ensure_artifact(ROOT / "artifacts" / "minilm-l6-embedding", [
-        "--model", str(minilm_dir()), "--task", "embedding", "--backend", "onnx", "--name", "all-minilm-l6-v2",
-        "--version", "1", "--max-seq-len", "128", "--threshold", str(THRESHOLD)])
+    model, why = ensure_artifact(ROOT / "artifacts" / "minilm-l6-embedding",
+                                 minilm_compile_args("--backend", "onnx", max_seq_len=128))
+    if model is None:
+        sys.exit(f"demo: compile failed: {why}")
     pairs = datasets.product_pairs(rows, seed=7)
     data = work / "pairs.parquet"
     pairs.to_parquet(data)
@@ -84,15 +58,7 @@ def duplicates_demo(rows: int, work: Path, run_date: str) -> None:
 def intent_demo(rows: int, work: Path, run_date: str) -> None:
     from bench.synthetic import datasets
 
-    examples = ROOT / "bench" / "data" / "intent_examples.csv"
-    model = ROOT / "artifacts" / "intent-centroid-minilm"
-    argv = ["--encoder", str(minilm_dir()), "--examples", str(examples), "--split", "build", "--name", "intent-centroid-minilm"]
-    if not _is_current(model, argv):
-        print("demo: building the intent model from the build split (about 30 s) ...", flush=True)
-        from compiler import centroid
-
-        if centroid.main(argv + ["--out", str(model)]) != 0:
-            sys.exit("demo: intent model build failed")
+    model = ensure_intent_artifact(ROOT / "artifacts" / "intent-centroid-minilm")
     heldout = datasets.load_intent_examples().query("split == 'heldout'").reset_index(drop=True)
     generated = datasets.search_queries(rows, seed=11)
     batch = pd.concat([generated, heldout.assign(query_id=[f"heldout-{i}" for i in heldout.index])[["query_id", "query", "intent"]]],

@@ -16,7 +16,6 @@ write) sets the speed. This section runs both jobs, unchanged, with zero-cost ar
 """
 from __future__ import annotations
 
-import datetime as dt
 import math
 import multiprocessing as mp
 import os
@@ -277,14 +276,13 @@ def _sequences_per_row(summary: dict, worker: dict, rows: int) -> float:
 def section(spark, *, fp32: Path, intent: Path, work: Path, cores: int, quick: bool) -> dict:
     from bench import null_artifact
     from bench.synthetic import datasets
-    from bench.harness import cpu_model, side_texts
+    from bench.harness import close_meta, machine_meta, side_texts
     from jobs import duplicates, query_intent
     from udfs.workloads import Duplicates, QueryIntent
 
     n = QUICK_ROWS if quick else FULL_ROWS
     started = time.time()
-    started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    load_start = [round(x, 2) for x in os.getloadavg()]
+    meta = machine_meta(quick=quick, cores=cores, arrow_batch_rows=ARROW_BATCH_ROWS)
     art_root = fp32.parent
     null_dup = null_artifact.build(fp32, art_root / f"{fp32.name}-null")
     null_intent = null_artifact.build(intent, art_root / f"{intent.name}-null")
@@ -296,8 +294,7 @@ def section(spark, *, fp32: Path, intent: Path, work: Path, cores: int, quick: b
             ("pairs", duplicates.main, pairs, left + right, null_dup, Duplicates()),
             ("queries", query_intent.main, queries, queries["query"].tolist(), null_intent, QueryIntent())):
         jobs.append(_job(kind, main, frame, texts, art, work, cores, spark, workload))
-    return {"started": started_at, "quick": quick, "cpu": cpu_model(), "machine_cpus": os.cpu_count(),
-            "artifacts": {"duplicates": str(null_dup), "query_intent": str(null_intent), "graph": null_artifact.GRAPH},
-            "cores": cores, "arrow_batch_rows": ARROW_BATCH_ROWS, "loadavg_start": load_start,
-            "loadavg_end": [round(x, 2) for x in os.getloadavg()], "seconds": round(time.time() - started, 1),
+    close_meta(meta, started)
+    return {**meta, "artifacts": {"duplicates": str(null_dup), "query_intent": str(null_intent),
+                                  "graph": null_artifact.GRAPH},
             "jobs": jobs, "cores_per_device": cores_per_device(jobs), "vcpus_per_device_on_ec2": VCPUS_PER_GPU}

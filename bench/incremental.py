@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as dt
-import json
 import os
 import random
 import shutil
@@ -30,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bench import harness
 from bench.harness import ROOT, ensure_artifact, log, minilm_compile_args
 
 TARGETS = {  # the issue's goals for incremental runs (docs/performance.md, "Incremental runs")
@@ -131,26 +130,22 @@ def _distinct_offers(n: int, seed: int) -> pd.DataFrame:
 
 def run(quick: bool, out: Path, work: Path, cores: int, scale: float = 1.0) -> dict:
     """Both scenarios in one Spark session; writes the results to `out` and returns them."""
-    from bench import job_bench
-
     sizes = Sizes(QUICK_SCALE if quick else scale)
     work = work / "incremental"
     shutil.rmtree(work, ignore_errors=True)  # the cache must start cold, the outputs empty
     work.mkdir(parents=True)
-    results: dict = {"meta": {
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "quick": quick, "cores": cores,
-        "machine_cpus": os.cpu_count(), "loadavg_start": [round(x, 2) for x in os.getloadavg()],
-        "scale": sizes.scale, "sizes": {"nightly_pairs": sizes.nightly_pairs,
-                                        "catalogue_products": sizes.catalogue_products,
-                                        "catalogue_arrow_batch_rows": sizes.catalogue_arrow_rows}}}
     t0 = time.time()
-    argv = minilm_compile_args("--optimize", "fusion")  # build_artifacts' "onnx-fp32-fused"
+    results: dict = {"meta": harness.machine_meta(
+        quick=quick, cores=cores, scale=sizes.scale,
+        sizes={"nightly_pairs": sizes.nightly_pairs, "catalogue_products": sizes.catalogue_products,
+               "catalogue_arrow_batch_rows": sizes.catalogue_arrow_rows})}
+    argv = minilm_compile_args("--optimize", "fusion")  # harness.main_artifacts' "onnx-fp32-fused"
     model, why = ensure_artifact(ROOT / "artifacts" / "bench" / "minilm-fp32-fused", argv)
     if model is None:
         raise SystemExit(f"bench: the fp32 artifact failed to compile: {why}")
     results["artifact"] = str(model.relative_to(ROOT))
     log("incremental: starting Spark")
-    spark, jvm = job_bench.start_spark(cores)
+    spark, jvm = harness.start_spark(cores)
     results["spark"] = {"master": f"local[{cores}]", "session_start_seconds": round(jvm, 2)}
     try:
         results["nightly"] = nightly(spark, model, work, cores, sizes.nightly_pairs)
@@ -159,8 +154,7 @@ def run(quick: bool, out: Path, work: Path, cores: int, scale: float = 1.0) -> d
     finally:
         spark.stop()
     results["targets"] = judge(results)
-    results["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    results["meta"]["bench_seconds"] = round(time.time() - t0, 1)
+    harness.close_meta(results["meta"], t0, "bench_seconds")
     for path in write(results, out):
         log(f"wrote {path}")
     for t in results["targets"]:
@@ -175,14 +169,13 @@ class Runner:
         self.spark, self.model, self.work, self.cores = spark, model, work, cores
 
     def __call__(self, name: str, frame: pd.DataFrame, run_date: str, *flags: str) -> dict:
-        from bench import job_bench
         from jobs import duplicates
 
         data = self.work / f"{name}.parquet"
         frame.to_parquet(data, index=False)
         log(f"incremental: {name} ({len(frame):,} pairs{', ' if flags else ''}{' '.join(flags)})")
         seen = _spark_jobs(self.spark)
-        s = job_bench.run_job(duplicates.main, input=data, output=self.work / f"{name}-out", model=self.model,
+        s = harness.run_job(duplicates.main, input=data, output=self.work / f"{name}-out", model=self.model,
                               partitions=self.cores, run_date=run_date, extra=list(flags))
         spark_jobs = [j for j in _spark_jobs(self.spark) if j["id"] not in {x["id"] for x in seen}]
         row = {"run": name, "flags": " ".join(flags), "pairs": s["rows_out"],
@@ -240,8 +233,8 @@ def nightly(spark, model: Path, work: Path, cores: int, n: int) -> dict:
             "cache_after_day2": {"entries": c["size_entries"], "bytes": c["size_bytes"], "batches": c["size_batches"],
                                  "bytes_per_entry": round(c["size_bytes"] / c["size_entries"], 1)
                                  if c["size_entries"] else None},
-            "scores_cache_vs_no_cache": compare(d2["output_path"], plain["output_path"]),
-            "scores_cache_vs_per_batch": compare(d2["output_path"], batch["output_path"])}
+            "scores_cache_vs_no_cache": harness.compare_outputs(d2["output_path"], plain["output_path"]),
+            "scores_cache_vs_per_batch": harness.compare_outputs(d2["output_path"], batch["output_path"])}
 
 
 def catalogue(spark, model: Path, work: Path, cores: int, products: int, arrow_rows: int) -> dict:
@@ -254,17 +247,7 @@ def catalogue(spark, model: Path, work: Path, cores: int, products: int, arrow_r
             "arrow_batch_rows": once["arrow_batch_rows"], "runs": [once, batch],
             "run_over_batch_pairs_per_second": _ratio(once["pairs_per_second"], batch["pairs_per_second"]),
             "batch_over_run_real_tokens": _ratio(batch["real_tokens"], once["real_tokens"]),
-            "scores": compare(once["output_path"], batch["output_path"])}
-
-
-def compare(path_a: str, path_b: str) -> dict:
-    """Two runs' outputs on the same ids: the largest |score diff| and label agreement."""
-    a = pd.read_parquet(path_a, columns=["pair_id", "score", "is_duplicate"])
-    b = pd.read_parquet(path_b, columns=["pair_id", "score", "is_duplicate"])
-    j = a.merge(b, on="pair_id", suffixes=("_a", "_b"))
-    diff = (j.score_a - j.score_b).abs()
-    return {"rows": len(j), "same_ids": len(j) == len(a) == len(b), "max_abs_diff": float(diff.max()),
-            "labels_agree": float((j.is_duplicate_a == j.is_duplicate_b).mean())}
+            "scores": harness.compare_outputs(once["output_path"], batch["output_path"])}
 
 
 def _ratio(a, b) -> float | None:
@@ -286,8 +269,7 @@ def judge(r: dict) -> list[dict]:
 
 
 def _target(name: str, value: float | None, note: str) -> dict:
-    goal = TARGETS[name]
-    return {"target": name, "goal": goal, "value": value, "met": value is not None and value >= goal, "note": note}
+    return harness.target(name, value, TARGETS[name], note)
 
 
 # ---------------------------------------------------------------- report
@@ -318,7 +300,7 @@ def markdown(r: dict) -> str:
             f"(Arrow batches of {c['arrow_batch_rows']:,} rows)", "", *_run_table(c["runs"]), "",
             f"Embed once per run / per batch: {c['run_over_batch_pairs_per_second']}x pairs/s; per batch encodes "
             f"{c['batch_over_run_real_tokens']}x the real tokens. Scores agree on {c['scores']['rows']:,} pairs: "
-            f"max |diff| {c['scores']['max_abs_diff']:.1e}, labels {c['scores']['labels_agree']:.2%}.", "",
+            f"max |diff| {c['scores']['max_abs_diff']:.1e}, labels {c['scores']['label_agreement']:.2%}.", "",
             "Spark overhead: scoring seconds minus (engine + tokenize worker seconds) / cores. Spark jobs: the "
             "actions the run started (input count, unit count, scoring, output and cache writes, their reads).", "",
             "## Where day 2's time goes (cached run): its Spark jobs, longest first", "",
@@ -353,12 +335,8 @@ def _run_table(runs: list[dict]) -> list[str]:
 
 
 def plot(r: dict, path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = harness.pyplot()
+    if plt is None:
         return False
     n, c = r["nightly"], r["catalogue"]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.6))
@@ -387,28 +365,17 @@ def plot(r: dict, path: Path) -> bool:
         ax.tick_params(axis="y", labelsize=8)
     m = r["meta"]
     scaled = "" if m["scale"] == 1 else f" · {m['scale']:g} of the issue's sizes"
-    from bench import report
-
-    report.save_figure(fig, path, f"accel-scoring incremental runs{scaled} · {m['started'][:10]} · MiniLM fp32, "
+    harness.save_figure(fig, path, f"accel-scoring incremental runs{scaled} · {m['started'][:10]} · MiniLM fp32, "
                                   f"{m['cores']} CPU cores · load average {m['loadavg_start'][0]:.1f} at start")
     return True
 
 
 def write(results: dict, out: Path) -> list[Path]:
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "incremental.json", out / "incremental.md"]
-    written[0].write_text(json.dumps(results, indent=2) + "\n")
-    written[1].write_text(markdown(results))
-    if plot(results, out / "incremental.png"):
-        written.append(out / "incremental.png")
-    return written
+    return harness.write_results(out, "incremental", results, markdown, plot)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """--scale, then bench/run.py's own flags with their meaning (--quick, --commit, --out, ...)."""
-    from bench import harness
-
     p = argparse.ArgumentParser(prog="python -m bench.incremental", description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", type=float, default=1.0,
                    help="the issue's sizes times this (pairs, products and the catalogue's Arrow batch); default: 1")
@@ -421,10 +388,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.harness import prepare_environment
-
     args = parse_args(argv)
-    prepare_environment()
+    harness.prepare_environment()
     run(args.quick, args.out, args.work, args.cores, args.scale)
     return 0
 

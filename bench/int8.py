@@ -5,25 +5,19 @@
 
 int8 kernels differ by instruction set (engines/onnxruntime_cpu.py), so the run records the
 CPU's int8 features next to the gate's figures and both jobs' rates. The artifacts are `make
-bench`'s (bench/run.py `build_artifacts`: the gate on 600 held-out pairs). In each round the fp32
+bench`'s (bench/harness.py `main_artifacts`: the gate on 600 held-out pairs). In each round the fp32
 job runs, then the int8 one, on the same pairs; the fastest round of each counts, so a burst of
 load from other work on a shared machine hits both alike. The load average is recorded per run.
 """
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
 from bench import harness
-from bench import run as bench_run
-
-RESULTS = ("int8.json", "int8.md")
-
 
 def measure(args) -> dict:
     from bench import job_bench
@@ -33,16 +27,13 @@ def measure(args) -> dict:
 
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
-    results: dict = {"meta": {
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "cores": args.cores,
-        "cpu": harness.cpu_model(), "cpu_features": list(hardware.cpu_features() or ()),
-        "loadavg_start": [round(x, 2) for x in os.getloadavg()], "pairs": args.pairs, "rounds": args.rounds,
-        "versions": harness.versions()}}
-    built = bench_run.build_artifacts(False, work)
+    results: dict = {"meta": harness.machine_meta(cores=args.cores, cpu_features=list(hardware.cpu_features() or ()),
+                                                  pairs=args.pairs, rounds=args.rounds)}
+    built = harness.main_artifacts(False, work)
     results["artifacts"] = {k: v for k, v in built["record"].items() if k in ("onnx-fp32-fused", "onnx-int8")}
     arts = {"fp32": built["paths"]["onnx-fp32-fused"], "int8": built["paths"]["onnx-int8"]}
     frame = datasets.product_pairs(args.pairs, seed=7).drop(columns=["label"])
-    spark, _ = job_bench.start_spark(args.cores)
+    spark, _ = harness.start_spark(args.cores)
     runs, outputs = [], {}
     for round_ in range(args.rounds):
         for precision, art in arts.items():
@@ -62,10 +53,9 @@ def measure(args) -> dict:
     results["best_pairs_per_second"] = {p: round(len(frame) / s, 2) for p, s in best.items()}
     if "int8" in best:
         results["int8_vs_fp32_job"] = round(best["fp32"] / best["int8"], 3)
-        results["scores"] = bench_run.compare_scores(outputs["fp32"], outputs["int8"])
+        results["scores"] = harness.compare_outputs(outputs["fp32"], outputs["int8"])
     else:
-        results["int8_refused"] = bench_run.gate_verdict(results["artifacts"]["onnx-int8"].get("refused"))
-    results["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        results["int8_refused"] = harness.gate_verdict(results["artifacts"]["onnx-int8"].get("refused"))
     return results
 
 
@@ -100,18 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path, default=harness.ROOT / "out" / "bench", help="scratch data; default: out/bench")
     p.add_argument("--commit", action="store_true", help="write to the committed bench/results/ instead of <work>/results")
     args = p.parse_args(argv)
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(harness.ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false"),
-                        ("PYSPARK_PYTHON", sys.executable)):
-        os.environ.setdefault(name, value)
+    harness.prepare_environment()
     t0 = time.time()
     results = measure(args)
-    results["meta"]["seconds"] = round(time.time() - t0, 1)
+    harness.close_meta(results["meta"], t0)
     out = harness.COMMITTED if args.commit else args.work / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / RESULTS[0]).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    (out / RESULTS[1]).write_text(markdown(results))
-    harness.log(f"wrote {out / RESULTS[0]}, {out / RESULTS[1]}")
+    harness.log("wrote " + ", ".join(map(str, harness.write_results(out, "int8", results, markdown))))
     return 0
 
 

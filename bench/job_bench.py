@@ -8,46 +8,10 @@ plan and no model gives the cost of read + shuffle + Arrow transfer + write on i
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import time
 from pathlib import Path
 
-RUN_DATE = "2026-01-01"
-
-
-def start_spark(cores: int):
-    from pyspark.sql import SparkSession
-
-    t0 = time.perf_counter()
-    spark = (SparkSession.builder.master(f"local[{cores}]").appName("accel-scoring-bench")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "4g")
-             .config("spark.sql.shuffle.partitions", str(cores))
-             .config("spark.default.parallelism", str(cores))
-             .config("spark.python.worker.reuse", "true")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.range(1).count()  # the first job starts the executor side too
-    return spark, time.perf_counter() - t0
-
-
-def run_job(main, *, input: Path, output: Path, model: Path, partitions: int, extra: list[str] = (),
-            run_date: str = RUN_DATE) -> dict:
-    argv = ["--input", str(input), "--output", str(output), "--model", str(model), "--run-date", run_date,
-            "--num-partitions", str(partitions), "--progress-seconds", "3600", *extra]
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = main(argv)
-    lines = [l for l in out.getvalue().splitlines() if l.startswith("{")]
-    if rc != 0 or not lines:
-        raise RuntimeError(f"{main.__module__} exited {rc}: {out.getvalue()[-2000:]}")
-    summary = json.loads(lines[-1])
-    summary.pop("tasks", None)
-    return summary
+from bench.harness import RUN_DATE, run_job
 
 
 def measured(main, *, frame, work: Path, name: str, model: Path, partitions: int, extra: list[str] = (),

@@ -1,10 +1,11 @@
 """results.json, results.md (tables) and results.png (plot) from one bench run."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
+
+from bench import harness
 
 
 def _fmt(x, digits: int = 1) -> str:
@@ -244,19 +245,13 @@ def host_panel(ax, h: dict) -> None:
 
 
 def plot(r: dict, path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = harness.pyplot()
+    if plt is None:
         return False
     if "peers" not in r:  # host ceiling only
         fig, ax = plt.subplots(figsize=(7, 3.5))
         host_panel(ax, r["host"])
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        harness.save_figure(fig, path)
         return True
     runs = [p for p in r["peers"]["runs"] if "rows_per_second" in p]
     panels = 3 if r.get("host") else 2
@@ -285,27 +280,9 @@ def plot(r: dict, path: Path) -> bool:
     ax2.tick_params(axis="y", labelsize=8)
     ax1.tick_params(axis="y", labelsize=8)
     load = r["meta"]["loadavg_start"][0]
-    save_figure(fig, path, f"accel-scoring bench · {r['meta']['started'][:10]} · load average {load:.1f} at start")
+    harness.save_figure(fig, path, f"accel-scoring bench · {r['meta']['started'][:10]} · load average {load:.1f} at start")
     return True
 
 
-def save_figure(fig, path: Path, title: str) -> None:
-    """Title, lay out, write and free a results plot (every bench section's PNG looks alike)."""
-    import matplotlib.pyplot as plt
-
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def write(results: dict, out: Path) -> list[Path]:
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "results.json", out / "results.md"]
-    clean = json.loads(json.dumps(results, default=str))
-    written[0].write_text(json.dumps(clean, indent=2, sort_keys=False) + "\n")
-    written[1].write_text(markdown(clean))
-    if plot(clean, out / "results.png"):
-        written.append(out / "results.png")
-    return written
+    return harness.write_results(out, "results", results, markdown, plot)

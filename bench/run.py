@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as dt
 import json
-import os
-import platform
 import shutil
 import sys
 import time
@@ -28,8 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.harness import (ROOT, THRESHOLD, cpu_model, ensure_artifact, ensure_intent_artifact, log, minilm_compile_args,
-                           minilm_dir, prepare_environment, side_texts, versions)
+from bench import harness
+from bench.harness import (ROOT, RUN_DATE, compare_outputs, ensure_artifact, ensure_intent_artifact, log,
+                           minilm_compile_args, minilm_dir, prepare_environment, side_texts)
 
 TOKEN_BUDGET = 512  # the jobs' --batch-tokens default on the CPU (jobs/runner.py)
 BUDGETS = (256, 512, 1024, 8192)  # the batch-sizing sweep
@@ -141,52 +139,9 @@ def bare_for_job(pool, folder: Path, shares: list[list[str]], encoder, shape: di
     return {**top, "useful_flops": flops, "useful_gflops": round(flops / top["seconds"] / 1e9, 2)}
 
 
-def compare_scores(path_a: str, path_b: str, id_column: str = "pair_id") -> dict:
-    a = pd.read_parquet(path_a)[[id_column, "score"]]
-    b = pd.read_parquet(path_b)[[id_column, "score"]]
-    j = a.merge(b, on=id_column, suffixes=("_a", "_b"))
-    d = (j.score_a - j.score_b).abs()
-    same = (j.score_a >= THRESHOLD) == (j.score_b >= THRESHOLD)
-    return {"rows": len(j), "max_abs_diff": round(float(d.max()), 6), "p99_abs_diff": round(float(d.quantile(0.99)), 6),
-            "label_agreement": round(float(same.mean()), 5)}
-
-
 def target(name: str, value: float | None, note: str = "", label: str | None = None) -> dict:
     """`name`'s goal from TARGETS against `value`; `label` names a target judged more than once."""
-    goal = TARGETS[name]
-    return {"target": label or name, "goal": goal, "value": None if value is None else round(value, 3),
-            "met": value is not None and bool(value >= goal), "note": note}  # nothing to measure is not met
-
-
-def build_artifacts(quick: bool, work: Path) -> dict:
-    """The artifacts the run measures (compiled once, reused while their arguments hold)."""
-    from bench.synthetic import datasets
-    from engines.store import open_artifact
-
-    art_root = ROOT / "artifacts" / "bench"
-    # The int8 gate's rows come from another seed: never the measured rows.
-    gate_pairs = 240 if quick else 600
-    gate = work / f"int8-gate-pairs-{gate_pairs}.parquet"  # the duplicates job's own input layout
-    datasets.product_pairs(gate_pairs, seed=99).drop(columns=["label"]).to_parquet(gate, index=False)
-    base = minilm_compile_args()
-    built = {
-        "onnx-fp32-fused": ensure_artifact(art_root / "minilm-fp32-fused", base + ["--optimize", "fusion"]),
-        "onnx-fp32-plain": ensure_artifact(art_root / "minilm-fp32-plain", base + ["--optimize", "none"]),
-        "onnx-int8": ensure_artifact(art_root / "minilm-int8", base + ["--optimize", "fusion", "--precision", "int8",
-                                                                       "--parity-data", str(gate)]),
-        "intent-fp32": (ensure_intent_artifact(art_root / "intent-centroid-minilm"), None),
-    }
-    if built["onnx-fp32-fused"][0] is None or built["onnx-fp32-plain"][0] is None:
-        raise SystemExit("bench: the fp32 artifacts failed to compile")
-    record = {}
-    for name, (path, why) in built.items():
-        if path is None:
-            record[name] = {"refused": why}
-            continue
-        m = open_artifact(path)
-        record[name] = {"path": str(path.relative_to(ROOT)), "precision": m.precision, "graph": m.target.get("graph"),
-                        "quantization": m.target.get("quantization"), "parity": m.parity}
-    return {"paths": {name: path for name, (path, _) in built.items()}, "record": record}
+    return harness.target(label or name, value, TARGETS[name], note)
 
 
 def duplicates_section(pool, arts: dict, pairs: pd.DataFrame, encoder, shape: dict, cores: int, work: Path) -> dict:
@@ -250,8 +205,6 @@ def cold_job_rows(jobs: list[dict], arts: dict, work: Path, cores: int, sizes: S
     seconds. Twice: on the steady-state run's rows, artifact and tasks, and on a nightly-sized input
     from the same generator. Both against the bare engine's real tokens/s on the first's texts;
     `overhead_seconds` is what the cold run took beyond the bare engine's time for its tokens."""
-    from bench import job_bench, scale
-
     nightly = {"duplicates": ("pairs", sizes.nightly_pairs), "query_intent": ("queries", sizes.nightly_queries)}
     for j in jobs:
         script, name, artifact = JOB_RUNS[j["job"]]
@@ -259,12 +212,13 @@ def cold_job_rows(jobs: list[dict], arts: dict, work: Path, cores: int, sizes: S
         bare = j["bare_engine"]
         bare_tokens_per_second = bare["real_tokens"] / bare["seconds"]
         for key, data, n in (("cold", work / f"{name}.parquet", j["rows"]),
-                             ("cold_nightly", scale.inputs(kind, rows, work), rows)):
+                             ("cold_nightly", harness.generated_input(kind, rows, work), rows)):
             out = work / f"{name}-{key}-out"
             shutil.rmtree(out, ignore_errors=True)
             log(f"{j['job']} job, cold spark-submit, {n:,} rows")
-            s = scale.submit(script, ["--input", str(data), "--output", str(out), "--model", str(arts[artifact]),
-                                      "--run-date", job_bench.RUN_DATE, "--num-partitions", str(cores)], cores=cores)
+            s = harness.submit(script, ["--input", str(data), "--output", str(out), "--model", str(arts[artifact]),
+                                        "--run-date", RUN_DATE, "--num-partitions", str(cores),
+                                        "--progress-seconds", "3600"], cores=cores)
             if s.get("exit_code"):
                 j[key] = {"rows": n, "exit_code": s["exit_code"], "error": s.get("error")}
                 continue
@@ -304,8 +258,8 @@ def head_to_head(spark, arts: dict, pairs: pd.DataFrame, encoder, tokenizer_json
                                extra=["--arrow-batch-rows", str(OVERLAP_ARROW_ROWS), *extra])
         overlap[f"{mode}_seconds"], overlap[f"{mode}_output"] = s["scoring_seconds"], s["output_path"]
     overlap["speedup"] = round(overlap["plain_seconds"] / overlap["overlap_seconds"], 4)
-    overlap["scores"] = compare_scores(overlap.pop("plain_output"), overlap.pop("overlap_output"))
-    int8_vs_fp32 = compare_scores(outputs["fp32"], outputs["int8"]) if "int8" in outputs else None
+    overlap["scores"] = compare_outputs(overlap.pop("plain_output"), overlap.pop("overlap_output"))
+    int8_vs_fp32 = compare_outputs(outputs["fp32"], outputs["int8"]) if "int8" in outputs else None
 
     head_path, warm_path = work / "peer-pairs.parquet", work / "peer-warmup.parquet"
     frame.to_parquet(head_path, index=False)
@@ -336,24 +290,12 @@ def head_to_head(spark, arts: dict, pairs: pd.DataFrame, encoder, tokenizer_json
         p["rows_per_second"] = round(len(frame) / p["seconds"], 2)
         p["useful_gflops"] = round((job_flops if p["peer"].startswith("accel") else peer_flops) / p["seconds"] / 1e9, 2)
         if p is not ref and p.get("output_path"):
-            p["vs_job_fp32_scores"] = compare_scores(ref["output_path"], p["output_path"])
+            p["vs_job_fp32_scores"] = compare_outputs(ref["output_path"], p["output_path"])
     pbu = next((p for p in rows if p["peer"].startswith("predict_batch_udf") and "seconds" in p), None)
     for p in rows:
         if pbu and "seconds" in p:
             p["vs_predict_batch_udf"] = round(pbu["seconds"] / p["seconds"], 3)
     return {"rows": len(frame), "rows_are": "product pairs (cosine of two sides)", "runs": rows}, overlap, int8_vs_fp32
-
-
-def gate_verdict(reason: str | None) -> str:
-    """A refused artifact's gate figures in one line (the compile error carries them as JSON)."""
-    try:
-        r = json.loads((reason or "").split("transformers: ", 1)[1])
-        tol = r["score_tolerance"]
-        return (f"the parity gate refused it: labels agree on {r['label_agreement']:.2%} of {r['score_rows']} pairs "
-                f"(>= {tol['label_agreement']:.0%} needed), p99 |score diff| {r['p99_score_diff']:.4f} "
-                f"(<= {tol['p99_score_diff']} needed)")
-    except (IndexError, KeyError, TypeError, ValueError):
-        return f"no int8 artifact: {reason}"
 
 
 def judge(results: dict, int8_refused: str | None) -> list[dict]:
@@ -375,7 +317,7 @@ def judge(results: dict, int8_refused: str | None) -> list[dict]:
                f"(bare engine: {f32['bare_engine']['vs_peak']:.1%})"),
         target("int8_vs_predict_batch_udf", job_int8.get("vs_predict_batch_udf") if job_int8 else None,
                f"on {n} pairs: job int8 {job_int8.get('rows_per_second')} pairs/s" if job_int8
-               else gate_verdict(int8_refused)),
+               else harness.gate_verdict(int8_refused)),
         target("padding_efficiency", f32["padding_efficiency"], "duplicates job fp32 (real / computed tokens)"),
     ]
 
@@ -395,7 +337,7 @@ def cold_target(j: dict, key: str) -> dict:
 
 def run_host(args) -> dict:
     """The host-ceiling section alone: its two artifacts, one Spark session, bench/host.py."""
-    from bench import host, job_bench
+    from bench import host
 
     args.work.mkdir(parents=True, exist_ok=True)
     art_root = ROOT / "artifacts" / "bench"
@@ -404,7 +346,7 @@ def run_host(args) -> dict:
         raise SystemExit(f"bench: the fp32 artifact failed to compile: {why}")
     intent = ensure_intent_artifact(art_root / "intent-centroid-minilm")
     log("starting Spark")
-    spark, _ = job_bench.start_spark(args.cores)
+    spark, _ = harness.start_spark(args.cores)
     try:
         return host.section(spark, fp32=fp32, intent=intent, work=args.work, cores=args.cores, quick=args.quick)
     finally:
@@ -412,7 +354,7 @@ def run_host(args) -> dict:
 
 
 def run(args) -> dict:
-    from bench import host, job_bench, limits
+    from bench import host, limits
     from bench.synthetic import datasets
     from bench.engine_bench import EnginePool
     from udfs.tokenize import TextEncoder
@@ -421,18 +363,15 @@ def run(args) -> dict:
     cores, work = args.cores, args.work
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
-    results: dict = {"meta": {
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "quick": args.quick,
-        "cores": cores, "cpu": cpu_model(), "machine_cpus": os.cpu_count(), "python": platform.python_version(),
-        "loadavg_start": [round(x, 2) for x in os.getloadavg()], "sizes": dataclasses.asdict(sizes),
-        "token_budget": TOKEN_BUDGET, "versions": versions()}}
+    results: dict = {"meta": harness.machine_meta(quick=args.quick, cores=cores, sizes=dataclasses.asdict(sizes),
+                                                  token_budget=TOKEN_BUDGET)}
     shape = limits.model_shape(minilm_dir())
     results["model"] = {"name": "all-MiniLM-L6-v2", **shape,
                         "mflop_per_token_at_128": round(limits.flops_per_token(shape, 128) / 1e6, 2)}
     pairs = datasets.product_pairs(sizes.pairs, seed=7)
     queries = datasets.search_queries(sizes.queries, seed=11)
 
-    built = build_artifacts(args.quick, work)
+    built = harness.main_artifacts(args.quick, work)
     arts, results["artifacts"] = built["paths"], built["record"]
     fp32, int8 = arts["onnx-fp32-fused"], arts["onnx-int8"]
 
@@ -461,7 +400,7 @@ def run(args) -> dict:
 
     # Jobs on local Spark, then the head to head.
     log("starting Spark")
-    spark, jvm_seconds = job_bench.start_spark(cores)
+    spark, jvm_seconds = harness.start_spark(cores)
     results["spark"] = {"master": f"local[{cores}]", "session_start_seconds": round(jvm_seconds, 2)}
     jobs = [duplicates_section(pool, arts, pairs, encoder, shape, cores, work)]
     layout = {"processes": jobs[0]["bare_engine"]["processes"], "threads": jobs[0]["bare_engine"]["threads"]}
@@ -496,8 +435,7 @@ def run(args) -> dict:
             row["vs_peak"] = round(row["useful_gflops"] / peak, 4)
     results["limit"]["above_ceiling"] = above_ceiling(rated)
     results["targets"] = judge(results, results["artifacts"]["onnx-int8"].get("refused"))
-    results["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    results["meta"]["bench_seconds"] = round(time.time() - t_start, 1)
+    harness.close_meta(results["meta"], t_start, "bench_seconds")
     return results
 
 
@@ -508,8 +446,6 @@ def above_ceiling(rated: list[tuple[str, dict]]) -> list[str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from bench import harness
-
     return harness.parse_args(argv, "python -m bench.run", __doc__.split("\n\n")[0])
 
 

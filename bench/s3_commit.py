@@ -13,15 +13,17 @@ repeats. Needs the s3a jars (`make s3a-jars`) and moto.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import re
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench import harness
+from local_aws import s3a_jars
+from local_aws.moto_server import REGION, MotoServer
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "s3_results"
@@ -39,21 +41,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
 
-    from tests import moto_support, s3a_jars
-
     jars = s3a_jars.cached()
     if not jars:
         sys.exit("the s3a jars are missing: run `make s3a-jars` first")
-    load = os.getloadavg()[0]
+    meta = harness.machine_meta(spark=pyspark_version(), s3a=", ".join(s3a_jars.JARS), moto=moto_version())
+    t0 = time.time()
     log = Path(tempfile.mkstemp(prefix="s3-commit-", suffix=".log")[1])
     os.dup2(os.open(log, os.O_WRONLY | os.O_APPEND), 2)  # the JVM started below inherits it
-    server = moto_support.MotoServer().start()
+    server = MotoServer().start()
     runs = []
     try:
         spark = start_spark(server.url, jars)
         import boto3
 
-        boto3.client("s3", endpoint_url=server.url, region_name=moto_support.REGION, aws_access_key_id="bench",
+        boto3.client("s3", endpoint_url=server.url, region_name=REGION, aws_access_key_id="bench",
                      aws_secret_access_key="bench").create_bucket(Bucket="bench")
         with tempfile.TemporaryDirectory() as local:
             for files in args.files:
@@ -63,28 +64,19 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
     finally:
         server.stop()
-    results = {"machine": machine(load), "rows_per_write": args.rows, "repeats": args.repeats,
+    harness.close_meta(meta, t0)
+    results = {"meta": meta, "rows_per_write": args.rows, "repeats": args.repeats,
                "summary": summarise(runs), "runs": runs}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "commit_cost.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "commit_cost.md").write_text(markdown(results))
+    harness.write_results(args.out, "commit_cost", results, markdown)
     sys.stdout.write(markdown(results))
     return 0
 
 
 def start_spark(endpoint: str, jars):
-    from pyspark.sql import SparkSession
-
-    from tests import s3a_jars
-
-    spark = (SparkSession.builder.master("local[2]").appName("s3-commit-bench")
-             .config("spark.jars", s3a_jars.jars_option(jars)).config("spark.ui.enabled", "false")
-             .config("spark.hadoop.fs.s3a.endpoint", endpoint)
-             .config("spark.hadoop.fs.s3a.access.key", "bench").config("spark.hadoop.fs.s3a.secret.key", "bench")
-             .config("spark.hadoop.fs.s3a.aws.credentials.provider",
-                     "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("WARN")
+    spark, _ = harness.start_spark(2, "s3-commit-bench", {
+        "spark.jars": s3a_jars.jars_option(jars), "spark.hadoop.fs.s3a.endpoint": endpoint,
+        "spark.hadoop.fs.s3a.access.key": "bench", "spark.hadoop.fs.s3a.secret.key": "bench",
+        "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"})
     jvm = spark.sparkContext._jvm
     for name in LOGGERS:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.INFO)
@@ -134,28 +126,26 @@ def summarise(runs: list[dict]) -> list[dict]:
     return rows
 
 
-def machine(load: float) -> dict:
+def pyspark_version() -> str:
     import pyspark
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    from tests import s3a_jars
+    return pyspark.__version__
 
+
+def moto_version() -> str:
     import moto
 
-    return {"cpu": cpu, "cores": os.cpu_count(), "load_average_at_start": round(load, 2),
-            "spark": pyspark.__version__, "s3a": ", ".join(s3a_jars.JARS), "moto": moto.__version__,
-            "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    return moto.__version__
 
 
 def markdown(results: dict) -> str:
-    m = results["machine"]
-    lines = [f"# Commit cost on S3 (s3a against moto) and on a local folder",
+    m = results["meta"]
+    lines = ["# Commit cost on S3 (s3a against moto) and on a local folder",
              "",
              f"{results['rows_per_write']:,} rows per write, dynamic partition overwrite of one run_date "
-             f"(jobs/spark_io.py), median of {results['repeats']} writes. {m['cpu']}, {m['cores']} cores, load average "
-             f"{m['load_average_at_start']} at the start; Spark {m['spark']} local[2], {m['s3a']}, moto {m['moto']}, "
-             f"{m['date']}. Produced by `python -m bench.s3_commit`.",
+             f"(jobs/spark_io.py), median of {results['repeats']} writes. {m['cpu']}, {m['machine_cpus']} cores, load average "
+             f"{m['loadavg_start'][0]} at the start; Spark {m['spark']} local[2], {m['s3a']}, moto {m['moto']}, "
+             f"{m['started'][:10]}. Produced by `python -m bench.s3_commit`.",
              "",
              "| files | target | write (s) | job commit (ms) | task commits, summed (ms) | S3 requests | copies | delete requests |",
              "|---|---|---|---|---|---|---|---|"]

@@ -16,24 +16,20 @@ RSS follows the heap it was given, not what it needed. `make bench` runs this to
 """
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import COMMITTED, ROOT, ensure_artifact, ensure_intent_artifact, log, minilm_compile_args
-from bench.memory import PeakMemory, heap_after_gc_peak_mb
+from bench import harness
+from bench.harness import (ROOT, RUN_DATE, SUBMIT_DRIVER_MEMORY, ensure_artifact, ensure_intent_artifact,
+                           generated_input, log, minilm_compile_args, submit)
 
 FULL_SIZES = (1_000, 20_000, 200_000, 2_000_000)
 QUICK_SIZES = (1_000, 20_000)
-DRIVER_MEMORY = "2g"
+DRIVER_MEMORY = SUBMIT_DRIVER_MEMORY
 # spark.driver.memory's default (Spark's configuration reference, read 2026-12-03): the largest
 # size runs again with it, since the issue's goal holds "with Spark's defaults for local mode" too.
 SPARK_DEFAULT_DRIVER_MEMORY = "1g"
@@ -45,49 +41,13 @@ TARGETS = {  # the goals README.md states under "How cost grows with rows"
     "memory_growth_200k_to_2m": 1.3,  # peak RSS at 2M over 200k, per process kind
     "run_plan_per_row_cost_vs_batch_at_2m": 1.25,  # default (run-level) plan's s/row over the per-batch plan's
 }
+KEPT = ("rows_in", "rows_out", "scoring_seconds", "wall_seconds", "rows_per_second", "partitioning", "dedup",
+        "spark_jobs", "engine_seconds", "tokenize_seconds", "udf_seconds", "real_tokens", "exit_code",
+        "wall_seconds_submit", "peak_mb", "memory_samples", "driver_memory")  # of each run, into scale.json
 JOBS = {  # job -> (script, dataset kind, --dedup plans measured at every size; at the smallest, the default too)
     "duplicates": ("duplicates.py", "pairs", ("run", "batch")),
     "query_intent": ("query_intent.py", "queries", ("batch",)),
 }
-
-
-def submit(script: str, args: list[str], driver_memory: str = DRIVER_MEMORY, cores: int = CORES,
-           conf: dict[str, str] | None = None) -> dict:
-    """One cold spark-submit of a job; its run summary with the peak memory (the JVM's heap from its
-    GC log as well as each kind's RSS) and wall time added."""
-    with tempfile.TemporaryDirectory(prefix="accel-scoring-gc-") as tmp:
-        gc_log = Path(tmp) / "gc.log"
-        conf = {**(conf or {})}
-        conf["spark.driver.extraJavaOptions"] = f"{conf.get('spark.driver.extraJavaOptions', '')} -Xlog:gc:file={gc_log}".strip()
-        confs = [a for k, v in conf.items() for a in ("--conf", f"{k}={v}")]
-        cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", f"local[{cores}]",
-               "--driver-memory", driver_memory, *confs, str(ROOT / "jobs" / script), *args, "--progress-seconds", "3600"]
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        with PeakMemory(proc.pid) as peak:
-            out, err = proc.communicate()
-        wall = time.perf_counter() - t0
-        peak_mb = {**(peak.mb or {}), "jvm_heap_after_gc": heap_after_gc_peak_mb(gc_log) if gc_log.exists() else None}
-    lines = [l for l in out.splitlines() if l.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        return {"exit_code": proc.returncode, "error": err.strip().splitlines()[-3:], "wall_seconds_submit": round(wall, 1),
-                "peak_mb": peak_mb, "driver_memory": driver_memory}
-    summary = json.loads(lines[-1])
-    keep = ("rows_in", "rows_out", "scoring_seconds", "wall_seconds", "rows_per_second", "partitioning", "dedup",
-            "spark_jobs", "engine_seconds", "tokenize_seconds", "udf_seconds", "real_tokens", "exit_code")
-    return {**{k: summary.get(k) for k in keep}, "wall_seconds_submit": round(wall, 1), "peak_mb": peak_mb,
-            "memory_samples": peak.samples, "driver_memory": driver_memory}
-
-
-def inputs(kind: str, rows: int, work: Path) -> Path:
-    from bench.synthetic import datasets
-
-    path = work / f"{kind}-{rows}.parquet"
-    if not path.exists():
-        frame = (datasets.product_pairs(rows, seed=7).drop(columns=["label"]) if kind == "pairs"
-                 else datasets.search_queries(rows, seed=11).drop(columns=["intent"]))
-        frame.to_parquet(path, index=False)  # pyarrow's defaults: one row group per 1Mi rows
-    return path
 
 
 def artifacts(work: Path) -> dict[str, Path]:
@@ -107,7 +67,7 @@ def measure(sizes, work: Path) -> list[dict]:
     runs = []
     for job, (script, kind, plans) in JOBS.items():
         for rows in sizes:
-            data = inputs(kind, rows, work)
+            data = generated_input(kind, rows, work)
             smallest = rows == sizes[0]
             todo = ([(p, DRIVER_MEMORY) for _ in range(FIXED_COST_REPEATS) for p in (*plans, "default")] if smallest
                     else [(p, DRIVER_MEMORY) for p in plans])
@@ -118,9 +78,11 @@ def measure(sizes, work: Path) -> list[dict]:
                 shutil.rmtree(out, ignore_errors=True)
                 log(f"{job} {plan} {rows:,} {kind}, driver memory {driver_memory}")
                 run = submit(script, ["--input", str(data), "--output", str(out), "--model", str(arts[job]),
-                                      "--run-date", "2026-01-01", *([] if plan == "default" else ["--dedup", plan])],
-                             driver_memory=driver_memory)
-                runs.append({"job": job, "plan": plan, "rows": rows, "unit": kind, **run})
+                                      "--run-date", RUN_DATE, "--progress-seconds", "3600",
+                                      *([] if plan == "default" else ["--dedup", plan])],
+                             cores=CORES, driver_memory=driver_memory)
+                kept = run if "error" in run else {k: run.get(k) for k in KEPT}  # a failed run: all it has
+                runs.append({"job": job, "plan": plan, "rows": rows, "unit": kind, **kept})
                 log(f"  -> {json.dumps({k: run.get(k) for k in ('scoring_seconds', 'rows_per_second', 'peak_mb')})}")
                 shutil.rmtree(out, ignore_errors=True)
     return runs
@@ -137,11 +99,10 @@ def judge(runs: list[dict], sizes) -> list[dict]:
     for r in (r for r in runs if r["rows"] == small):
         plans.setdefault((r["job"], _plan(r)), []).append(r.get("scoring_seconds"))
     for (job, plan), seconds in plans.items():
-        value = None if None in seconds else round(statistics.median(seconds), 3)
-        verdicts.append({"target": f"fixed cost: {job} {plan}, scoring seconds at {small:,} rows"
-                                   + (f" (median of {len(seconds)} cold runs)" if len(seconds) > 1 else ""),
-                         "value": value, "goal": f"<= {TARGETS['fixed_cost_seconds_at_1000']}",
-                         "met": value is not None and value <= TARGETS["fixed_cost_seconds_at_1000"]})
+        value = None if None in seconds else statistics.median(seconds)
+        verdicts.append(harness.target(f"fixed cost: {job} {plan}, scoring seconds at {small:,} rows"
+                                       + (f" (median of {len(seconds)} cold runs)" if len(seconds) > 1 else ""),
+                                       value, TARGETS["fixed_cost_seconds_at_1000"], at_most=True))
     big, mid = sizes[-1], (sizes[-2] if len(sizes) > 1 else None)
     if big >= MEMORY_JUDGED_AT and mid:
         for job, (_, _, plans) in JOBS.items():
@@ -157,16 +118,14 @@ def judge(runs: list[dict], sizes) -> list[dict]:
                     continue
                 for kind in ("jvm", "jvm_heap_after_gc", "python_driver", "largest_worker"):
                     lo, hi = a["peak_mb"].get(kind), b["peak_mb"].get(kind)
-                    ratio = round(hi / lo, 3) if lo and hi else None
-                    verdicts.append({"target": f"memory: {job} --dedup {plan}, {kind} peak at {big:,} / at {mid:,}",
-                                     "value": ratio, "goal": f"<= {TARGETS['memory_growth_200k_to_2m']}",
-                                     "met": ratio is not None and ratio <= TARGETS["memory_growth_200k_to_2m"]})
+                    verdicts.append(harness.target(f"memory: {job} --dedup {plan}, {kind} peak at {big:,} / at {mid:,}",
+                                                   hi / lo if lo and hi else None,
+                                                   TARGETS["memory_growth_200k_to_2m"], at_most=True))
         run, batch = find("duplicates", "run", big), find("duplicates", "batch", big)
         if run and batch and run.get("rows_per_second") and batch.get("rows_per_second"):
-            ratio = round(batch["rows_per_second"] / run["rows_per_second"], 3)
-            verdicts.append({"target": f"duplicates at {big:,} pairs: per-row cost, --dedup run / --dedup batch",
-                             "value": ratio, "goal": f"<= {TARGETS['run_plan_per_row_cost_vs_batch_at_2m']}",
-                             "met": ratio <= TARGETS["run_plan_per_row_cost_vs_batch_at_2m"]})
+            verdicts.append(harness.target(f"duplicates at {big:,} pairs: per-row cost, --dedup run / --dedup batch",
+                                           batch["rows_per_second"] / run["rows_per_second"],
+                                           TARGETS["run_plan_per_row_cost_vs_batch_at_2m"], at_most=True))
     return verdicts
 
 
@@ -203,12 +162,10 @@ def markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot(results: dict, path: Path) -> bool:
+    plt = harness.pyplot()
+    if plt is None:
+        return False
     fig, (speed, memory) = plt.subplots(1, 2, figsize=(11, 4))
     for job, (_, _, plans) in JOBS.items():
         for plan in plans:
@@ -231,39 +188,28 @@ def plot(results: dict, path: Path) -> None:
         ax.set_title(title)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    harness.save_figure(fig, path)
+    return True
 
 
 def run(quick: bool, out: Path, work: Path) -> dict:
     """Measure, judge and write scale.json, .md and .png into `out`."""
-    from bench.harness import cpu_model
-
     sizes = QUICK_SIZES if quick else FULL_SIZES
     work.mkdir(parents=True, exist_ok=True)
-    started, t0 = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), time.time()
-    load_start = [round(x, 2) for x in os.getloadavg()]
+    t0 = time.time()
+    meta = harness.machine_meta(cores=CORES, driver_memory=DRIVER_MEMORY, sizes=list(sizes))
     runs = measure(sizes, work)
-    results = {"meta": {"started": started, "cpu": cpu_model(), "machine_cpus": os.cpu_count(), "cores": CORES,
-                        "driver_memory": DRIVER_MEMORY, "sizes": list(sizes), "loadavg_start": load_start,
-                        "loadavg_end": [round(x, 2) for x in os.getloadavg()], "seconds": round(time.time() - t0, 1)},
-               "runs": runs, "targets": judge(runs, sizes)}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "scale.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "scale.md").write_text(markdown(results))
-    plot(results, out / "scale.png")
+    harness.close_meta(meta, t0)
+    results = {"meta": meta, "runs": runs, "targets": judge(runs, sizes)}
+    harness.write_results(out, "scale", results, markdown, plot)
     log(f"bench.scale: {out / 'scale.md'}")
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1")
-    parser.add_argument("--commit", action="store_true", help="a full run into the committed bench/results/")
-    parser.add_argument("--work", type=Path, default=ROOT / "out" / "bench" / "scale")
-    args = parser.parse_args(argv)
-    run(args.quick and not args.commit, COMMITTED if args.commit else ROOT / "out" / "bench" / "results", args.work)
+    args = harness.parse_args(argv, "python -m bench.scale", __doc__.split("\n")[0])
+    harness.prepare_environment()
+    run(args.quick, args.out, args.work / "scale")
     return 0
 
 

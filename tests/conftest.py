@@ -95,7 +95,7 @@ def spark():
     Spark's Hadoop line (tests/test_s3.py)."""
     from pyspark.sql import SparkSession
 
-    from tests import s3a_jars
+    from local_aws import s3a_jars
 
     builder = SparkSession.builder
     jars = s3a_jars.for_this_spark()

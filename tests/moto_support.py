@@ -1,4 +1,5 @@
-"""A local moto server for tests, plus the state changes the emulator does not make itself.
+"""What the tests add to the local moto server (local_aws/moto_server.py): the state changes the
+emulator does not make itself, role credentials, IAM users and another account.
 
 moto answers S3, EMR, EMR on EKS and IAM requests on 127.0.0.1, and botocore validates every
 request's shape on the way. What moto does not emulate, the tests do here, by changing the
@@ -20,76 +21,13 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
+from local_aws.moto_server import REGION, moto_api
+
 ACCOUNT = "123456789012"  # moto's default account for the "testing" credentials
 OTHER_ACCOUNT = "210987654321"
-REGION = "us-east-1"
-
-
-@dataclass
-class Recorder:
-    """WSGI middleware recording (method, path) of every request and delaying chosen ones."""
-
-    app: Any
-    requests: list[tuple[str, str]] = field(default_factory=list)
-    delays: dict[str, float] = field(default_factory=dict)  # path suffix -> seconds (GET only)
-    copies: int = 0  # server-side copies (PUT with x-amz-copy-source): what an s3a rename costs
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        method, path = environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", "")
-        with self.lock:
-            self.requests.append((method, path))
-            self.copies += method == "PUT" and "HTTP_X_AMZ_COPY_SOURCE" in environ
-        if method == "GET":
-            for suffix, seconds in self.delays.items():
-                if path.endswith(suffix):
-                    time.sleep(seconds)
-        return self.app(environ, start_response)
-
-    def count(self, method: str, path_suffix: str) -> int:
-        with self.lock:
-            return sum(1 for m, p in self.requests if m == method and p.endswith(path_suffix))
-
-    def clear(self) -> None:
-        with self.lock:
-            self.requests.clear()
-            self.copies = 0
-        self.delays.clear()
-
-
-class MotoServer:
-    """``ThreadedMotoServer`` on 127.0.0.1 with a free port and a request recorder."""
-
-    def __init__(self) -> None:
-        from moto.server import ThreadedMotoServer
-
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self.recorder: Recorder | None = None
-        self.url = ""
-
-    def start(self) -> "MotoServer":
-        import logging
-
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
-        self._server.start()
-        host, port = self._server.get_host_and_port()
-        self.url = f"http://{host}:{port}"
-        wsgi = self._server._server  # werkzeug server; requests read .app on each call
-        self.recorder = Recorder(wsgi.app)
-        wsgi.app = self.recorder
-        return self
-
-    def stop(self) -> None:
-        self._server.stop()
-
-    def reset(self) -> None:
-        _post(f"{self.url}/moto-api/reset")
-        if self.recorder:
-            self.recorder.clear()
 
 
 class RoleCredentials:
@@ -155,11 +93,11 @@ def aws_env(url: str) -> dict[str, str]:
 def iam_enforced(url: str) -> Iterator[None]:
     """Inside: moto authenticates every request and evaluates the caller's IAM policies (it
     allows everything by default). Restored on the way out, also when the test fails."""
-    _post(f"{url}/moto-api/reset-auth", b"0")  # how many more requests may skip the checks
+    moto_api(url, "reset-auth", b"0")  # how many more requests may skip the checks
     try:
         yield
     finally:
-        _post(f"{url}/moto-api/reset-auth", b"inf")
+        moto_api(url, "reset-auth", b"inf")
 
 
 def iam_user_env(name: str, policy: dict[str, Any]) -> dict[str, str]:
@@ -171,13 +109,6 @@ def iam_user_env(name: str, policy: dict[str, Any]) -> dict[str, str]:
     iam.put_user_policy(UserName=name, PolicyName=f"{name}-only", PolicyDocument=json.dumps(policy))
     key = iam.create_access_key(UserName=name)["AccessKey"]
     return {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}
-
-
-def _post(url: str, data: bytes = b"") -> None:
-    import urllib.request
-
-    request = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "text/plain"})
-    urllib.request.urlopen(request).read()
 
 
 def foreign_s3_client(url: str) -> Any:

@@ -64,7 +64,7 @@ def _run(name: str, seconds: float, pairs: int = 100, cache: dict | None = None)
 
 def test_report_judges_the_targets_and_writes_json_markdown_and_plot(tmp_path):
     cache = {"hits": 90, "misses": 10, "size_entries": 100, "size_bytes": 160_000, "size_batches": 2}
-    same = {"rows": 100, "same_ids": True, "max_abs_diff": 1e-8, "labels_agree": 1.0}
+    same = {"rows": 100, "same_ids": True, "max_abs_diff": 1e-8, "label_agreement": 1.0}
     runs = [_run("day 1, cold cache", 60.0, cache=cache), _run("day 2, cache", 10.0, cache=cache),
             _run("day 2, no cache", 50.0), _run("day 2, per batch", 70.0)]
     results = {

@@ -1,8 +1,9 @@
-"""The layers hold: a package imports only the packages below it, and no modules import each
-other, not even through imports inside functions (a circle that survives only that way is one
+"""The layers hold: a package imports only the packages below it, and no import statement closes
+a circle of modules, not even one inside a function (a circle that survives only that way is one
 responsibility in the wrong place).
 
-    emr/, bench/, compiler/  ->  jobs/ (driver)  ->  udfs/ (executor Python)  ->  engines/
+    tests/  ->  emr/, bench/, compiler/  ->  jobs/ (driver)  ->  udfs/ (executor Python)  ->  engines/
+                bench/ -> local_aws/ (moto and the s3a jars, shared with tests/)
 
 Every import counts, those inside functions too: an executor that runs a function of engines/ must
 not need jobs/. Read from the source with `ast`, nothing imported.
@@ -20,7 +21,9 @@ ALLOWED = {
     "jobs": {"udfs", "engines"},
     "compiler": {"jobs", "udfs", "engines"},  # --parity-data reads a job's input as the job does
     "emr": {"jobs", "udfs", "engines"},
-    "bench": {"compiler", "jobs", "udfs", "engines", "tests"},  # tests: the s3a jars' fetcher (bench/s3_commit.py)
+    "local_aws": {"engines"},  # AWS on 127.0.0.1 for the tests and the benches
+    "bench": {"compiler", "jobs", "udfs", "engines", "local_aws"},
+    "tests": {"compiler", "emr", "bench", "jobs", "udfs", "engines", "local_aws"},  # nothing imports tests/
 }
 
 
@@ -121,7 +124,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 def test_a_planted_upward_import_fails_even_inside_a_function(tmp_path):
     root = _tree(tmp_path, {"engines/base.py": "def f():\n    from jobs import cli\n",
                             "udfs/ok.py": "from engines import base\n",
-                            "jobs/cli.py": "from . import io\n", "jobs/io.py": "import udfs.ok\n"})
+                            "jobs/cli.py": "from . import spark_io\n", "jobs/spark_io.py": "import udfs.ok\n"})
     assert upward_imports(root) == ["engines/base.py:2 imports jobs (engines/ may not import jobs/)"]
 
 

@@ -7,7 +7,8 @@ bench/memory.py). The full-size figures (200,000 against 2,000,000 pairs) are `m
 (bench/scale.py). Each run is its own spark-submit, so the test needs no SparkSession and carries
 no `spark` mark: it runs once, in the Spark 3.5 part of `make test`."""
 
-from bench import memory, scale
+from bench import memory
+from bench.harness import submit
 from tests.jobhelpers import pairs_frame
 
 SIZES = (2_000, 20_000)
@@ -22,11 +23,11 @@ def test_the_run_level_plan_holds_no_more_memory_at_ten_times_the_rows(compile_a
         pairs_frame(rows).to_parquet(data)
         events = tmp_path / f"events-{rows}"
         events.mkdir()
-        run = scale.submit("duplicates.py", ["--input", str(data), "--output", str(tmp_path / f"out-{rows}"),
-                                             "--model", str(model), "--run-date", "2026-01-01", "--dedup", "run"],
-                           driver_memory="1g", conf={"spark.eventLog.enabled": "true",
-                                                     "spark.eventLog.dir": events.as_uri(),
-                                                     "spark.eventLog.logBlockUpdates.enabled": "true"})
+        run = submit("duplicates.py", ["--input", str(data), "--output", str(tmp_path / f"out-{rows}"),
+                                       "--model", str(model), "--run-date", "2026-01-01", "--dedup", "run",
+                                       "--progress-seconds", "3600"],
+                     driver_memory="1g", conf={"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
+                                               "spark.eventLog.logBlockUpdates.enabled": "true"})
         assert run.get("exit_code") == 0 and run["rows_out"] == rows, run
         [log] = events.iterdir()
         runs[rows] = {**run["peak_mb"], "cached_in_memory": memory.cached_in_memory_peak_mb(log)}

@@ -69,9 +69,10 @@ def s3_platform(placeholders, compile_artifact):
     AWS_ENDPOINT_URL sends boto3 (the artifact store) to the server, as S3_ENDPOINT does s3a."""
     import boto3
 
+    from local_aws.moto_server import MotoServer
     from tests import moto_support
 
-    server = moto_support.MotoServer().start()
+    server = MotoServer().start()
     try:
         with moto_support.RoleCredentials() as role:
             s3 = boto3.client("s3", endpoint_url=server.url, region_name=moto_support.REGION,

@@ -1,7 +1,7 @@
 """Both jobs on S3 through Spark's s3a filesystem, against a moto server on 127.0.0.1.
 
 The input tables (Parquet, JSON lines, CSV), the scored partitions and the run summaries go
-through the real s3a client (hadoop-aws 3.3.1, tests/s3a_jars.py), Spark's Parquet writer and
+through the real s3a client (hadoop-aws 3.3.1, local_aws/s3a_jars.py), Spark's Parquet writer and
 its commit protocol (dynamic partition overwrite: files are staged under
 `<output>/.spark-staging-<job>/` and renamed, which on S3 means copied, into place). The
 artifact is read from `s3://` by engines/store.py (boto3) on the driver and on the workers.
@@ -20,6 +20,7 @@ import pytest
 
 from jobs.duplicates import main as duplicates
 from jobs.query_intent import main as query_intent
+from local_aws.moto_server import MotoServer
 from tests import moto_support
 from tests.jobhelpers import executor_env, pairs_frame, run_job
 from tests.standalone import submit
@@ -38,7 +39,7 @@ LEFTOVER_MARKERS = (".spark-staging", "_temporary", ".accel-scoring-write-check"
 def moto(spark):
     """A moto server for this module; s3a (driver JVM), boto3 here and boto3 on the workers talk
     only to it, with this module's credentials."""
-    from tests import s3a_jars
+    from local_aws import s3a_jars
 
     if s3a_jars.unusable_reason():
         pytest.skip(f"s3a on this Spark: {s3a_jars.unusable_reason()}")
@@ -46,7 +47,7 @@ def moto(spark):
         pytest.skip("Spark's s3a filesystem is not on the test session's classpath: run `make s3a-jars` "
                     "(make test does) before pytest")
     pytest.importorskip("moto.server", reason="moto[server] is not installed")
-    server = moto_support.MotoServer().start()
+    server = MotoServer().start()
     env = {**moto_support.aws_env(server.url), "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
            "AWS_SESSION_TOKEN": SESSION_TOKEN}
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
@@ -261,7 +262,7 @@ def test_a_killed_run_leaves_the_previous_output_and_no_credentials_in_its_logs(
     a run of D from v2 is SIGKILLed once two of its tasks have committed their files to its
     staging prefix on S3; readers (s3a and pyarrow) still see exactly v1. What the killed run
     leaves is that staging prefix, which the re-run (exactly v2) neither needs nor removes."""
-    from tests import s3a_jars
+    from local_aws import s3a_jars
 
     day, output = "2026-10-05", f"s3a://{BUCKET}/killed/out"
     v1, v2 = pairs_frame(80, seed=21), pairs_frame(160, seed=22).assign(pair_id=lambda d: "v2-" + d.pair_id)

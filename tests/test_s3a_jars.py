@@ -1,4 +1,4 @@
-"""tests/s3a_jars.py keeps only jars whose sha256 matches its pins, and only the two it pins.
+"""local_aws/s3a_jars.py keeps only jars whose sha256 matches its pins, and only the two it pins.
 
 pip is replaced by a stand-in that writes a source archive laid out like sagemaker-pyspark's,
 so these tests download nothing."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import s3a_jars
+from local_aws import s3a_jars
 
 CONTENT = {name: f"bytes of {name}".encode() for name in s3a_jars.JARS}
 
@@ -53,7 +53,7 @@ def test_a_jar_that_does_not_match_its_pin_is_refused_and_nothing_is_kept(tmp_pa
     served, _ = fake_pip
     served["hadoop-aws-3.3.1.jar"] = b"tampered"
     with pytest.raises(RuntimeError, match=r"hadoop-aws-3\.3\.1\.jar from sagemaker-pyspark==1\.4\.5 has sha256 "
-                                           r"[0-9a-f]{64}; tests/s3a_jars.py pins"):
+                                           r"[0-9a-f]{64}; local_aws/s3a_jars.py pins"):
         s3a_jars.fetch(tmp_path / "s3a-jars")
     assert list(tmp_path.iterdir()) == [] and s3a_jars.cached(tmp_path / "s3a-jars") is None
 

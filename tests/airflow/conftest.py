@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from local_aws.moto_server import MotoServer
 from tests import moto_support
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,9 +44,9 @@ def airflow_db() -> None:
 
 
 @pytest.fixture(scope="session")
-def moto_server() -> Iterator[moto_support.MotoServer]:
+def moto_server() -> Iterator[MotoServer]:
     pytest.importorskip("moto.server", reason="moto[server] is not installed")
-    server = moto_support.MotoServer().start()
+    server = MotoServer().start()
     try:
         yield server
     finally:
@@ -53,7 +54,7 @@ def moto_server() -> Iterator[moto_support.MotoServer]:
 
 
 @pytest.fixture
-def aws(moto_server, monkeypatch) -> moto_support.MotoServer:
+def aws(moto_server, monkeypatch) -> MotoServer:
     """Clean emulator; boto3 and the Airflow connection aws_default point at it."""
     moto_server.reset()
     for key, value in moto_support.aws_env(moto_server.url).items():

@@ -6,13 +6,14 @@ from typing import Iterator
 
 import pytest
 
+from local_aws.moto_server import MotoServer
 from tests import moto_support
 
 
 @pytest.fixture(scope="session")
-def moto_server() -> Iterator[moto_support.MotoServer]:
+def moto_server() -> Iterator[MotoServer]:
     pytest.importorskip("moto.server", reason="moto[server] is not installed")
-    server = moto_support.MotoServer().start()
+    server = MotoServer().start()
     try:
         yield server
     finally:
@@ -20,7 +21,7 @@ def moto_server() -> Iterator[moto_support.MotoServer]:
 
 
 @pytest.fixture
-def aws(moto_server: moto_support.MotoServer, monkeypatch: pytest.MonkeyPatch) -> moto_support.MotoServer:
+def aws(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> MotoServer:
     """A clean emulator; boto3 in this process (and its children) talks only to it."""
     moto_server.reset()
     monkeypatch.delenv("AWS_PROFILE", raising=False)
@@ -30,7 +31,7 @@ def aws(moto_server: moto_support.MotoServer, monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.fixture
-def s3(aws: moto_support.MotoServer):
+def s3(aws: MotoServer):
     import boto3
 
     return boto3.client("s3")

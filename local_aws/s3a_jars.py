@@ -7,7 +7,7 @@ was released with, on the same 3.3 line as Spark 3.5's Hadoop client. `fetch()` 
 archive once with pip, extracts only the two jars, checks them against the sha256 values pinned
 here and keeps them under ~/.cache/accel-scoring/s3a-jars/ (never in the checkout).
 
-`make s3a-jars` (a prerequisite of `make test`) runs `python -m tests.s3a_jars`, which prints
+`make s3a-jars` (a prerequisite of `make test`) runs `python -m local_aws.s3a_jars`, which prints
 the jars' paths as a `--jars` value.
 
 hadoop-aws works only with the Hadoop client of its own release line. Spark 4.0 bundles Hadoop
@@ -52,7 +52,7 @@ def unusable_reason(spark_home: Path | None = None) -> str | None:
     if version is None or version.split(".")[:2] == HADOOP_LINE.split("."):
         return None
     return (f"this pyspark bundles Hadoop {version}; the s3a jars ({', '.join(JARS)}) are for Hadoop "
-            f"{HADOOP_LINE}, and hadoop-aws must match Spark's Hadoop line (tests/s3a_jars.py)")
+            f"{HADOOP_LINE}, and hadoop-aws must match Spark's Hadoop line (local_aws/s3a_jars.py)")
 
 
 def for_this_spark() -> list[Path] | None:
@@ -99,7 +99,7 @@ def fetch(root: Path | None = None) -> list[Path]:
                     shutil.copyfileobj(source, out, 1 << 20)
                 actual = sha256_file(staged / name)
                 if actual != expected:
-                    raise RuntimeError(f"{name} from {SDIST} has sha256 {actual}; tests/s3a_jars.py pins {expected}")
+                    raise RuntimeError(f"{name} from {SDIST} has sha256 {actual}; local_aws/s3a_jars.py pins {expected}")
         try:
             os.rename(staged, folder)
         except OSError:  # another run put them in place first
