@@ -42,7 +42,6 @@ from jobs.cli import backend_choices
 
 L_REPO = Path(__file__).resolve().parent.parent  # the repository (jobs/, dist/) when run from a checkout
 _RUN_DATE_HELP = "YYYY-MM-DD (Airflow passes {{ ds }})"
-_STAGE_HINT = "stage it first with `python -m emr stage`"
 
 
 def _dry_run(help_text: str) -> argparse.ArgumentParser:
@@ -362,80 +361,6 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     return 0
 
 
-def _artifact_backend(clients: Clients, model: str) -> str | None:
-    """An S3 artifact's own backend, which ``--backend auto`` runs on GPU executors (engines/registry.py)."""
-    from engines.errors import ArtifactError
-    from engines.store import open_manifest
-
-    try:
-        return open_manifest(model, s3_client=clients.s3).backend
-    except ArtifactError:  # the job's driver explains a broken artifact itself
-        return None
-
-
-def _step_backend(clients: Clients, job: Any) -> tuple[str, str]:
-    """The backend a step runs, and what chose it for messages ('' for an explicit --backend)."""
-    if job.backend == "auto" and job.model.startswith("s3://"):
-        backend = _artifact_backend(clients, job.model) or "auto"
-        return backend, f"--backend auto (artifact {job.model} is a {backend} build)"
-    return job.backend, ""
-
-
-def _check_step_env(clients: Clients, layout: L.Layout, job: Any, args: argparse.Namespace) -> None:
-    """Refuse a step whose backend the executors' Python cannot run, before it is added.
-
-    archive: the staged archive's manifest says what it holds; bootstrap: the cluster's
-    install-python-env action's arguments do (emr/bootstrap_env.py).
-    """
-    from emr import envinfo, gpu_envs
-    from emr.bootstrap_env import ACTION_NAME, BootstrapEnv, fix_for
-    from emr.s3 import require_object
-
-    on_archive = args.python_env == "archive"
-    archive = require_object(clients.s3, layout.env_archive, _STAGE_HINT) if on_archive else None
-    where = str(layout.env_archive) if on_archive else f"cluster {args.cluster_id}'s bootstrap environment"
-    if args.dry_run:  # a dry run reads nothing back
-        if job.backend in envinfo.BACKEND_MODULES:
-            _echo(f"would check that {where} has {' and '.join(envinfo.BACKEND_MODULES[job.backend])}")
-        return
-    backend, label = _step_backend(clients, job)
-    if backend not in envinfo.BACKEND_MODULES:
-        return
-    if on_archive:
-        envinfo.require_backend(envinfo.staged(clients.s3, layout, archive), backend, where, label)
-        return
-    actions = clients.emr.list_bootstrap_actions(ClusterId=args.cluster_id)["BootstrapActions"]
-    installs = [a.get("Args", []) for a in actions if a.get("Name") == ACTION_NAME]
-    if not installs:
-        raise EmrError(f"cluster {args.cluster_id} has no {ACTION_NAME} bootstrap action: it was not created "
-                       "with --python-env bootstrap", exit_code=2)
-    envinfo.require_backend(BootstrapEnv.from_script_args(installs[0]).info(), backend, where, label,
-                            fix=fix_for(gpu_envs.for_backend(backend) or gpu_envs.FULL))
-
-
-def _gpu_env_warning(clients: Clients, layout: L.Layout) -> str | None:
-    """create-cluster adds no step, so it can only say that GPU steps would be refused: when the staged
-    archive runs neither GPU environment's backend, what the full one needs (emr/gpu_envs.py)."""
-    from emr import envinfo, gpu_envs
-    from emr.s3 import head
-
-    archive = head(clients.s3, layout.env_archive)
-    if archive is None:
-        return None
-    refusals = []
-    try:
-        info = envinfo.staged(clients.s3, layout, archive)
-        for env in gpu_envs.ENVS:
-            try:
-                envinfo.require_backend(info, env.backend, str(layout.env_archive))
-                return None
-            except EmrError as exc:
-                refusals.append(exc)
-    except EmrError as exc:
-        refusals.append(exc)
-    return f"{refusals[0]} (add-step refuses such steps)"
-
-
 def cmd_stage(args: argparse.Namespace) -> int:
     from emr import staging
 
@@ -465,7 +390,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 
 def cmd_create_cluster(args: argparse.Namespace) -> int:
-    from emr import cluster
+    from emr import cluster, step_policy
     from emr.profiles import get_profile
 
     profile = get_profile(args.profile)
@@ -484,7 +409,7 @@ def cmd_create_cluster(args: argparse.Namespace) -> int:
     if not args.no_role_check:
         for warning in cluster.check_roles(clients.iam, settings.instance_profile, settings.service_role):
             print(f"warning: {warning}", file=sys.stderr)
-    gpu_env = None if args.dry_run or args.python_env != "archive" else _gpu_env_warning(clients, layout)
+    gpu_env = None if args.dry_run or args.python_env != "archive" else step_policy.gpu_steps_refused(clients.s3, layout)
     if gpu_env:
         print(f"warning: {gpu_env}", file=sys.stderr)
     cluster_id = cluster.create_cluster(clients.emr, request)
@@ -514,8 +439,7 @@ def _wait_step(clients: Clients, cluster_id: str, step_id: str, cluster_info: di
 
 
 def cmd_add_step(args: argparse.Namespace) -> int:
-    from emr import cluster, steps
-    from emr.s3 import require_object
+    from emr import cluster, step_policy, steps
 
     job = steps.JobRequest(args.job, args.input, args.output, args.model, args.run_date,
                            tuple(args.job_flags), cache_root=args.cache_root)
@@ -524,9 +448,15 @@ def cmd_add_step(args: argparse.Namespace) -> int:
                             action_on_failure=args.action_on_failure)
     clients = _clients(args)
     info = cluster.require_active(clients.emr, args.cluster_id)
-    require_object(clients.s3, layout.job(job.job), _STAGE_HINT)
-    require_object(clients.s3, layout.pyfiles, _STAGE_HINT)
-    _check_step_env(clients, layout, job, args)
+    step_policy.require_staged(clients.s3, layout, job)
+    python = (step_policy.staged_archive(clients.s3, layout) if args.python_env == "archive"
+              else step_policy.cluster_bootstrap(clients.emr, args.cluster_id))
+    if args.dry_run:  # a dry run reads nothing back
+        line = step_policy.would_check(job, python.where)
+        if line:
+            _echo(line)
+    else:
+        step_policy.require_runnable(clients.s3, job, python)
     (step_id,) = steps.add_steps(clients.emr, args.cluster_id, [step])
     folder = steps.step_log_folder(info.get("LogUri"), args.cluster_id, step_id)
     _echo(f"step {step_id} added to {args.cluster_id}; logs: {folder or 'no LogUri on the cluster'}")
@@ -561,8 +491,7 @@ def cmd_terminate(args: argparse.Namespace) -> int:
 
 
 def cmd_eks_submit(args: argparse.Namespace) -> int:
-    from emr import eks, steps
-    from emr.s3 import require_object
+    from emr import eks, step_policy, steps
 
     job = steps.JobRequest(args.job, args.input, args.output, args.model, args.run_date,
                            tuple(args.job_flags), cache_root=args.cache_root)
@@ -575,8 +504,7 @@ def cmd_eks_submit(args: argparse.Namespace) -> int:
     )
     request = eks.build_start_job_run_request(layout, job, settings, client_token=args.client_token)
     clients = _clients(args)
-    for uri in (layout.job(job.job), layout.pyfiles, layout.eks(L.EXECUTOR_POD_TEMPLATE)):
-        require_object(clients.s3, uri, _STAGE_HINT)
+    step_policy.require_staged(clients.s3, layout, job, layout.eks(L.EXECUTOR_POD_TEMPLATE))
     run_id = eks.start_job_run(clients.emr_containers, request)
     folder = eks.job_run_log_folder(args.log_uri, args.virtual_cluster_id, run_id)
     _echo(f"job run {run_id} started on {args.virtual_cluster_id}; logs: {folder or 'no --log-uri'}")

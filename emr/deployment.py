@@ -38,6 +38,7 @@ import hashlib
 from typing import Any, Mapping
 
 from emr import layout as L
+from emr import step_policy
 from emr.bootstrap_env import BootstrapEnv
 from emr.cluster import (DEFAULT_INSTANCE_PROFILE, DEFAULT_SERVICE_ROLE, ClusterSettings,
                          build_run_job_flow_request)
@@ -127,6 +128,28 @@ def scoring_steps(settings: Mapping[str, Any], run_date: str) -> list[dict[str, 
             for job in selected_jobs(settings)]
 
 
+def checked_scoring_steps(settings: Mapping[str, Any], run_date: str, *, s3: Any, emr: Any,
+                          cluster_id: str | None = None) -> list[dict[str, Any]]:
+    """``scoring_steps`` once what `python -m emr add-step` checks holds (emr/step_policy.py): the
+    entry files and the package are staged, and the executors' Python (the staged archive, the
+    bootstrap environment of ``cluster_id``, or without one that of the cluster the run creates)
+    can run each step's backend. EmrError otherwise, before any cluster or step exists."""
+    _require(settings, "prefix")
+    layout = L.Layout.at(settings["prefix"])
+    jobs = [job_request(settings, job, run_date) for job in selected_jobs(settings)]
+    for job in jobs:
+        step_policy.require_staged(s3, layout, job)
+    if (settings.get("python_env") or "archive") == "archive":
+        python = step_policy.staged_archive(s3, layout)
+    elif cluster_id:
+        python = step_policy.cluster_bootstrap(emr, cluster_id)
+    else:
+        python = step_policy.planned_bootstrap(_bootstrap_env(settings))
+    for job in jobs:
+        step_policy.require_runnable(s3, job, python)
+    return scoring_steps(settings, run_date)
+
+
 def job_run_token(dag_id: str, run_id: str, job: str, first_try: int) -> str:
     """StartJobRun's ``clientToken`` for one job of one DAG run, within one cycle of task tries.
 
@@ -156,4 +179,14 @@ def eks_job_runs(settings: Mapping[str, Any], run_date: str) -> dict[str, dict[s
     layout = L.Layout.at(settings["prefix"])
     return {job: build_start_job_run_request(layout, job_request(settings, job, run_date), eks_settings)
             for job in selected_jobs(settings)}
+
+
+def checked_eks_job_runs(settings: Mapping[str, Any], run_date: str, *, s3: Any) -> dict[str, dict[str, Any]]:
+    """``eks_job_runs`` once the entry files, the package and the executor pod template are staged,
+    as `python -m emr eks-submit` checks (the image holds the executors' Python)."""
+    runs = eks_job_runs(settings, run_date)
+    layout = L.Layout.at(settings["prefix"])
+    for job in selected_jobs(settings):
+        step_policy.require_staged(s3, layout, job_request(settings, job, run_date), layout.eks(L.EXECUTOR_POD_TEMPLATE))
+    return runs
 

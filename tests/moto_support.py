@@ -125,6 +125,38 @@ def foreign_s3_client(url: str) -> Any:
     return client
 
 
+GPU_STACK = {"torch": "2.13.0+cu126", "tensorrt": "10.16.1.11"}  # module -> version in a staged GPU archive
+
+
+def stage_deployment(prefix: str, stack: dict[str, str] = GPU_STACK, leave_out: tuple[str, ...] = ()) -> None:
+    """What `python -m emr stage` uploads under ``prefix``, with boto3's default client: the entry
+    files, the package, the EKS pod template (each but those named in ``leave_out``), and an
+    environment archive whose manifest (emr/envinfo.py) lists ``stack``'s modules beside the project."""
+    import hashlib
+
+    import boto3
+
+    from emr import layout as L
+    from emr.envinfo import EnvInfo
+    from emr.s3 import SHA256_METADATA
+
+    layout = L.Layout.at(prefix)
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=layout.prefix.bucket)
+    for uri in (*(layout.job(job) for job in L.JOBS), layout.pyfiles, layout.eks(L.EXECUTOR_POD_TEMPLATE)):
+        if uri.key.rpartition("/")[2] not in leave_out:
+            s3.put_object(Bucket=uri.bucket, Key=uri.key, Body=b"staged")
+    archive = b"a venv-pack archive"
+    sha = hashlib.sha256(archive).hexdigest()
+    s3.put_object(Bucket=layout.env_archive.bucket, Key=layout.env_archive.key, Body=archive,
+                  Metadata={SHA256_METADATA: sha})
+    info = EnvInfo(python="3.11", interpreter="/usr/bin/python3.11", modules=("accel_scoring", *stack),
+                   distributions={"accel-scoring": "0.1.0", **stack}, spark_requirements=(),
+                   archive_sha256=sha, archive_size=len(archive))
+    s3.put_object(Bucket=layout.env_manifest.bucket, Key=layout.env_manifest.key,
+                  Body=json.dumps(info.to_dict()).encode())
+
+
 # --- EMR on EC2 ---------------------------------------------------------------------------------
 
 def _emr_backend() -> Any:

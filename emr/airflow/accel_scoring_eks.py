@@ -1,6 +1,7 @@
 """Scoring on Inferentia through EMR on EKS: one job run per job, one NeuronCore per executor.
 
-BODY  eks_config -> submit_<job> (EmrContainerOperator, no waiting; the job run's tags too) ->
+BODY  eks_config (the job runs, once their files are staged, as ``python -m emr eks-submit``
+      checks: emr/step_policy.py) -> submit_<job> (EmrContainerOperator, no waiting; the job run's tags too) ->
       watch_<job> (EmrContainerSensor, see accel_scoring_sensors.py) for duplicates and
       query_intent, ``--run-date {{ ds }}``.
 Settings come from the Variable ``accel_scoring`` (its ``eks`` and ``jobs`` keys). The DAG
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 from airflow.providers.amazon.aws.operators.emr import EmrContainerOperator
 from airflow.providers.amazon.aws.sensors.emr import EmrContainerSensor
 from airflow.sdk import DAG, Variable, task
 
 from accel_scoring_sensors import container_sensor_args, sensor_mode
-from emr.deployment import VARIABLE, eks_job_runs, job_run_token, merged
+from emr.deployment import VARIABLE, checked_eks_job_runs, job_run_token, merged
 from emr.layout import JOBS
 
 SENSORS = sensor_mode()
@@ -62,7 +64,7 @@ with DAG(
     @task(multiple_outputs=True)
     def eks_config(run_date: str, params=None) -> dict:
         settings = merged(Variable.get(VARIABLE, deserialize_json=True), params)
-        runs = eks_job_runs(settings, run_date)
+        runs = checked_eks_job_runs(settings, run_date, s3=AwsBaseHook(client_type="s3").get_conn())
         return {job: runs[job] for job in JOBS}
 
     config = eks_config(run_date="{{ ds }}")

@@ -1,6 +1,7 @@
 """Nightly scoring on a transient EMR GPU cluster.
 
-SETUP    create_cluster (a GPU profile, kept alive for the steps)
+SETUP    step_config (the steps, once what ``python -m emr add-step`` checks holds:
+         emr/step_policy.py) -> create_cluster (a GPU profile, kept alive for the steps)
 BODY     add_steps (duplicates and query_intent, ``--run-date {{ ds }}``) -> one sensor per step
          (EmrStepSensor, waiting as accel_scoring_sensors.py says)
 TEARDOWN terminate_cluster (trigger_rule ALL_DONE: runs when a step failed too)
@@ -9,21 +10,23 @@ TEARDOWN terminate_cluster (trigger_rule ALL_DONE: runs when a step failed too)
 
 Settings come from the Airflow Variable ``accel_scoring`` (see emr/deployment.py for its keys)
 and the run's params; nothing about the deployment is written in this file. The AWS connection
-is ``aws_default``. Install the accel-scoring wheel (``pip install --no-deps``) where the DAG is
-parsed and run, so ``emr.deployment`` can be imported.
+is ``aws_default``. Install the accel-scoring wheel (``pip install --no-deps``) and numpy where the
+DAG is parsed and run, so ``emr.deployment`` can be imported and the checks can read the backend
+registry (engines/registry.py).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 from airflow.providers.amazon.aws.operators.emr import (EmrAddStepsOperator, EmrCreateJobFlowOperator,
                                                         EmrTerminateJobFlowOperator)
 from airflow.providers.amazon.aws.sensors.emr import EmrStepSensor
 from airflow.sdk import DAG, Param, TriggerRule, Variable, task
 
 from accel_scoring_sensors import sensor_mode, step_sensor_args
-from emr.deployment import VARIABLE, cluster_request, merged, scoring_steps
+from emr.deployment import VARIABLE, checked_scoring_steps, cluster_request, merged
 from emr.layout import JOBS
 
 SENSORS = sensor_mode()
@@ -50,17 +53,19 @@ with DAG(
 
     @task
     def step_config(run_date: str, params=None) -> list:
+        """The steps, once add-step's checks hold: a cluster is created only for steps that can run."""
         settings = merged(Variable.get(VARIABLE, deserialize_json=True), params)
-        return scoring_steps(settings, run_date)
+        return checked_scoring_steps(settings, run_date, s3=AwsBaseHook(client_type="s3").get_conn(), emr=None)
 
     # [START accel_scoring_emr_tasks]
     job_flow = cluster_config()
+    steps = step_config(run_date="{{ ds }}")
     create_cluster = EmrCreateJobFlowOperator(
         task_id="create_cluster", job_flow_overrides=job_flow, emr_conn_id=None,
     )
+    steps >> create_cluster  # no cluster is created for steps that cannot run
     add_steps = EmrAddStepsOperator(
-        task_id="add_steps", job_flow_id=create_cluster.output,
-        steps=step_config(run_date="{{ ds }}"),
+        task_id="add_steps", job_flow_id=create_cluster.output, steps=steps,
     )
     watchers = [
         EmrStepSensor(

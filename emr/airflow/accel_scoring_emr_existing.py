@@ -1,6 +1,7 @@
 """Scoring steps on an existing (long-running) EMR GPU cluster.
 
-BODY  add_steps (duplicates and query_intent, ``--run-date {{ ds }}``) -> one sensor per step
+BODY  step_config (the steps, once what ``python -m emr add-step`` checks holds: emr/step_policy.py)
+      -> add_steps (duplicates and query_intent, ``--run-date {{ ds }}``) -> one sensor per step
       (EmrStepSensor, waiting as accel_scoring_sensors.py says).
 No cluster is created or terminated. The cluster id comes from the run's ``cluster_id`` param or
 the Variable ``accel_scoring``'s ``cluster_id``; the cluster must have been created with a GPU
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 from airflow.providers.amazon.aws.operators.emr import EmrAddStepsOperator
 from airflow.providers.amazon.aws.sensors.emr import EmrStepSensor
 from airflow.sdk import DAG, Param, Variable, task
 
 from accel_scoring_sensors import sensor_mode, step_sensor_args
-from emr.deployment import VARIABLE, merged, scoring_steps
+from emr.deployment import VARIABLE, checked_scoring_steps, merged
 from emr.layout import JOBS
 
 SENSORS = sensor_mode()
@@ -38,7 +40,9 @@ with DAG(
         settings = merged(Variable.get(VARIABLE, deserialize_json=True), params)
         if not settings.get("cluster_id"):
             raise ValueError(f"set cluster_id in the Variable {VARIABLE!r} or the run's params")
-        return {"cluster_id": settings["cluster_id"], "steps": scoring_steps(settings, run_date)}
+        clients = {service: AwsBaseHook(client_type=service).get_conn() for service in ("s3", "emr")}
+        return {"cluster_id": settings["cluster_id"],
+                "steps": checked_scoring_steps(settings, run_date, cluster_id=settings["cluster_id"], **clients)}
 
     config = step_config(run_date="{{ ds }}")
     add_steps = EmrAddStepsOperator(task_id="add_steps", job_flow_id=config["cluster_id"],

@@ -67,6 +67,12 @@ def aws(moto_server, monkeypatch) -> MotoServer:
 
 
 @pytest.fixture
+def stage(aws) -> Callable[..., None]:
+    """Stage a deployment on moto, as `python -m emr stage` would (moto_support.stage_deployment)."""
+    return moto_support.stage_deployment
+
+
+@pytest.fixture
 def set_variable(monkeypatch):
     def set_(value: dict) -> None:
         monkeypatch.setenv("AIRFLOW_VAR_ACCEL_SCORING", json.dumps(value))

@@ -176,10 +176,11 @@ def test_transient_cluster_dag_shape(dagbag) -> None:
     assert "create_cluster" in tasks["cluster_config"].downstream_task_ids
 
 
-def test_transient_cluster_dag_runs_both_jobs_and_terminates(dagbag, mode, aws, set_variable,
+def test_transient_cluster_dag_runs_both_jobs_and_terminates(dagbag, mode, aws, stage, set_variable,
                                                              end_on_second_look, inline_triggers) -> None:
     import boto3
 
+    stage(PREFIX)
     set_variable({"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "profile": "g6", "jobs": JOBS_SETTINGS,
                   "cache": "s3://deploy/cache/"})
     end_on_second_look()
@@ -204,7 +205,7 @@ def test_transient_cluster_dag_runs_both_jobs_and_terminates(dagbag, mode, aws, 
         assert argv[argv.index("--cache") + 1] == f"s3://deploy/cache/{name.split('-')[1]}/"
 
 
-def test_transient_cluster_dag_installs_the_torch_only_environment(dagbags, aws, set_variable,
+def test_transient_cluster_dag_installs_the_torch_only_environment(dagbags, aws, stage, set_variable,
                                                                    end_on_second_look) -> None:
     """A Variable for --backend torch-cuda on a bootstrap environment: the cluster installs the CUDA torch
     alone from the torch index (no NVIDIA index), and its steps run torch-cuda."""
@@ -212,6 +213,7 @@ def test_transient_cluster_dag_installs_the_torch_only_environment(dagbags, aws,
 
     url = "https://torch.example.invalid/cu126"
     jobs = {job: {**spec, "args": ["--backend", "torch-cuda"]} for job, spec in JOBS_SETTINGS.items()}
+    stage(PREFIX, stack={})  # a CPU archive: the steps run on the bootstrap environment, not on it
     set_variable({"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "jobs": jobs, "python_env": "bootstrap",
                   "pip_extras": "aws,fast,torch-cuda", "torch_index_url": url})
     end_on_second_look()
@@ -227,8 +229,9 @@ def test_transient_cluster_dag_installs_the_torch_only_environment(dagbags, aws,
         assert step["Config"]["Args"][-2:] == ["--backend", "torch-cuda"]
 
 
-def test_failed_step_still_terminates_cluster_and_fails_the_run(dagbag, mode, aws, set_variable,
+def test_failed_step_still_terminates_cluster_and_fails_the_run(dagbag, mode, aws, stage, set_variable,
                                                                 end_on_second_look, inline_triggers) -> None:
+    stage(PREFIX)
     set_variable({"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "jobs": JOBS_SETTINGS})
 
     def outcome(step) -> dict:
@@ -249,12 +252,13 @@ def test_failed_step_still_terminates_cluster_and_fails_the_run(dagbag, mode, aw
     assert moto_support.cluster_state(_only_cluster()) == "TERMINATED"
 
 
-def test_existing_cluster_dag_adds_steps_and_leaves_cluster_running(dagbag, mode, aws, set_variable,
+def test_existing_cluster_dag_adds_steps_and_leaves_cluster_running(dagbag, mode, aws, stage, set_variable,
                                                                     end_on_second_look, inline_triggers) -> None:
     import boto3
 
     from emr.deployment import cluster_request
 
+    stage(PREFIX)
     settings = {"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "jobs": JOBS_SETTINGS}
     cluster_id = boto3.client("emr").run_job_flow(**cluster_request(settings))["JobFlowId"]
     set_variable({**settings, "cluster_id": cluster_id})
@@ -264,6 +268,44 @@ def test_existing_cluster_dag_adds_steps_and_leaves_cluster_running(dagbag, mode
     _waited(run, mode, inline_triggers, "EmrStepSensorTrigger", WATCH)
     assert moto_support.cluster_state(cluster_id) in ("WAITING", "RUNNING")
     assert len(boto3.client("emr").list_steps(ClusterId=cluster_id)["Steps"]) == 2
+
+
+def test_transient_cluster_dag_creates_no_cluster_for_steps_the_archive_cannot_run(dagbags, aws, stage,
+                                                                                  set_variable) -> None:
+    """--backend tensorrt on a staged archive without TensorRT: add-step's refusal, before any
+    cluster exists (emr/step_policy.py; tests/emr/test_deployment.py checks the message)."""
+    stage(PREFIX, stack={})
+    set_variable({"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "jobs": JOBS_SETTINGS})
+    run = _dag(dagbags["reschedule"], "accel_scoring_emr").test(logical_date=RUN_DATE)
+    states = _states(run)
+    assert str(run.state) == "failed", states
+    assert (states["step_config"], states["create_cluster"], states["add_steps"]) == (
+        "failed", "upstream_failed", "upstream_failed")
+    assert moto_support.emr_clusters() == {}  # nothing was paid for
+
+
+def test_existing_cluster_dag_adds_no_step_whose_entry_file_is_not_staged(dagbags, aws, stage, set_variable) -> None:
+    import boto3
+
+    from emr.deployment import cluster_request
+
+    stage(PREFIX, leave_out=("query_intent.py",))
+    settings = {"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "jobs": JOBS_SETTINGS}
+    cluster_id = boto3.client("emr").run_job_flow(**cluster_request(settings))["JobFlowId"]
+    set_variable({**settings, "cluster_id": cluster_id})
+    run = _dag(dagbags["reschedule"], "accel_scoring_emr_existing").test(logical_date=RUN_DATE)
+    states = _states(run)
+    assert (str(run.state), states["step_config"], states["add_steps"]) == ("failed", "failed", "upstream_failed")
+    assert boto3.client("emr").list_steps(ClusterId=cluster_id)["Steps"] == []  # not even the staged job's
+
+
+def test_eks_dag_starts_no_job_run_without_the_pod_template(dagbags, aws, stage, set_variable) -> None:
+    stage(PREFIX, leave_out=("executor-pod-template.yaml",))
+    set_variable(_eks_settings())
+    run = _dag(dagbags["reschedule"], "accel_scoring_eks").test(logical_date=RUN_DATE)
+    states = _states(run)
+    assert (str(run.state), states["eks_config"]) == ("failed", "failed"), states
+    assert moto_support.job_runs() == {}
 
 
 def _eks_settings() -> dict:
@@ -280,10 +322,11 @@ def _eks_settings() -> dict:
         "release_label": "emr-7.14.0-latest", "log_uri": "s3://deploy/eks-logs/"}}
 
 
-def test_eks_dag_runs_both_jobs_on_neuroncores(dagbag, mode, aws, set_variable,
+def test_eks_dag_runs_both_jobs_on_neuroncores(dagbag, mode, aws, stage, set_variable,
                                                end_on_second_look, inline_triggers) -> None:
     from emr.deployment import eks_job_runs, job_run_token
 
+    stage(PREFIX)
     settings = _eks_settings()
     set_variable(settings)
     end_on_second_look()
@@ -304,8 +347,9 @@ def test_eks_dag_runs_both_jobs_on_neuroncores(dagbag, mode, aws, set_variable,
         assert props["spark.executor.resource.neuroncore.vendor"] == "aws.amazon.com"
 
 
-def test_failed_eks_job_run_fails_its_sensor_and_the_run(dagbag, mode, aws, set_variable,
+def test_failed_eks_job_run_fails_its_sensor_and_the_run(dagbag, mode, aws, stage, set_variable,
                                                          end_on_second_look, inline_triggers) -> None:
+    stage(PREFIX)
     set_variable(_eks_settings())
     end_on_second_look(job_run_outcome=lambda job_run: {"state": "FAILED", "reason": "USER_ERROR"}
                        if "duplicates" in job_run.name else {})
@@ -340,12 +384,13 @@ def idempotent_start_job_run(monkeypatch) -> Counter:
     return calls
 
 
-def test_a_retried_submit_gets_the_job_run_its_first_try_started(dagbags, aws, set_variable, end_on_second_look,
+def test_a_retried_submit_gets_the_job_run_its_first_try_started(dagbags, aws, stage, set_variable, end_on_second_look,
                                                                  idempotent_start_job_run) -> None:
     """Each submit's first try starts its job run and fails; the retry sends the same token and
     gets that run, so each job runs once and the DAG run succeeds."""
     from datetime import timedelta
 
+    stage(PREFIX)
     set_variable(_eks_settings())
     end_on_second_look()
     dag = _dag(dagbags["reschedule"], "accel_scoring_eks")

@@ -131,3 +131,66 @@ def test_the_readme_variable_examples_build_the_dags_requests() -> None:
     runs = eks_job_runs(eks_variable, "2026-11-01")
     assert sorted(runs) == ["duplicates", "query_intent"]
     assert runs["duplicates"]["virtualClusterId"] == "VC_ID"
+
+
+# --- the checks add-step makes, before a DAG creates a cluster or adds a step (emr/step_policy.py) ---
+
+GPU_JOBS = {job: {**spec, "args": ["--backend", "tensorrt"]} for job, spec in JOBS.items()}
+
+
+def test_checked_steps_are_the_steps_once_the_staged_archive_runs_their_backend(aws) -> None:
+    from emr.deployment import checked_scoring_steps
+    from tests import moto_support
+
+    moto_support.stage_deployment(SETTINGS["prefix"])
+    settings = {**SETTINGS, "jobs": GPU_JOBS}
+    assert checked_scoring_steps(settings, "2026-11-01", s3=_s3(), emr=None) == scoring_steps(settings, "2026-11-01")
+
+
+def test_checked_steps_give_add_steps_refusal_for_an_archive_without_tensorrt(aws) -> None:
+    from emr.deployment import checked_scoring_steps
+    from tests import moto_support
+
+    moto_support.stage_deployment(SETTINGS["prefix"], stack={})
+    with pytest.raises(EmrError) as refused:
+        checked_scoring_steps({**SETTINGS, "jobs": GPU_JOBS}, "2026-11-01", s3=_s3(), emr=None)
+    assert (str(refused.value), refused.value.exit_code) == (
+        "--backend tensorrt needs torch and tensorrt, which s3://deploy/v1/env/accel-scoring-env.tar.gz lacks (it "
+        "has Python 3.11); build the GPU environment with `make package-gpu` and stage it", 2)
+
+
+def test_checked_steps_read_the_bootstrap_environment_the_run_will_create(aws) -> None:
+    """Without a cluster yet, the Variable's pip_extras say what the executors' Python will hold."""
+    from emr.deployment import checked_scoring_steps
+    from tests import moto_support
+
+    moto_support.stage_deployment(SETTINGS["prefix"], stack={})  # the archive is not used
+    settings = {**SETTINGS, "jobs": GPU_JOBS, "python_env": "bootstrap", "pip_extras": "aws"}
+    with pytest.raises(EmrError, match=r"^--backend tensorrt needs torch and tensorrt, which the bootstrap "
+                                       r"environment of --pip-extras aws lacks .*create the cluster with "
+                                       r"--python-env bootstrap --pip-extras aws,fast,gpu"):
+        checked_scoring_steps(settings, "2026-11-01", s3=_s3(), emr=None)
+    gpu = {**settings, "pip_extras": "aws,fast,gpu", "torch_index_url": "https://t.invalid/cu126",
+           "nvidia_index_url": "https://n.invalid/simple"}
+    assert len(checked_scoring_steps(gpu, "2026-11-01", s3=_s3(), emr=None)) == 2
+
+
+def test_checked_steps_and_job_runs_need_their_files_staged(aws) -> None:
+    from emr.deployment import checked_eks_job_runs, checked_scoring_steps
+    from tests import moto_support
+
+    moto_support.stage_deployment(SETTINGS["prefix"], leave_out=("duplicates.py",))
+    with pytest.raises(EmrError, match=r"^s3://deploy/v1/jobs/duplicates.py does not exist; stage it first"):
+        checked_scoring_steps(SETTINGS, "2026-11-01", s3=_s3(), emr=None)
+    aws.reset()
+    moto_support.stage_deployment(SETTINGS["prefix"], leave_out=("executor-pod-template.yaml",))
+    eks = {**SETTINGS, "eks": {"virtual_cluster_id": "vc", "execution_role_arn": "arn:aws:iam::1:role/r",
+                               "image": "img"}}
+    with pytest.raises(EmrError, match=r"executor-pod-template.yaml does not exist; stage it first"):
+        checked_eks_job_runs(eks, "2026-11-01", s3=_s3())
+
+
+def _s3():
+    import boto3
+
+    return boto3.client("s3")

@@ -4,7 +4,7 @@ CLI (emr/iam/cli-policy.json): every boto3 call in emr/*.py, found in the source
 method of the s3, emr, emr-containers or iam client), mapped to the IAM actions it needs.
 Airflow (emr/iam/airflow-policy.json, for the ``aws_default`` connection): the calls of the
 Amazon provider's operators and sensors the DAGs in emr/airflow/ import (PROVIDER_CALLS, read
-from provider 9.39's source, deferrable or not). A new call or operator fails here until the
+from provider 9.39's source, deferrable or not), and the checks they run with the hook's clients. A new call or operator fails here until the
 policy and this table say what it needs.
 """
 
@@ -38,6 +38,9 @@ PROVIDER_CALLS = {
     "EmrTerminateJobFlowOperator": {("emr", "TerminateJobFlows"), ("emr", "DescribeCluster")},
     "EmrContainerOperator": {("emr-containers", "StartJobRun"), ("emr-containers", "DescribeJobRun")},
     "EmrContainerSensor": {("emr-containers", "DescribeJobRun")},
+    # The clients the DAGs hand to emr/step_policy.py's checks: staged files and the environment's
+    # and the artifact's manifests read (HeadObject, GetObject), a cluster's bootstrap actions listed.
+    "AwsBaseHook": {("s3", "HeadObject"), ("s3", "GetObject"), ("emr", "ListBootstrapActions")},
 }
 
 
