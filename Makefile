@@ -66,7 +66,7 @@ package: $(STAMP)
 
 # `make bench` (bench/run.py): 14.4 minutes on 2 cores from a fresh clone (venvs and artifacts
 # included), about 10 once they exist, before two sections were added: the host ceiling
-# (bench/host.py, 4.6 minutes on a quiet machine) and the incremental runs (bench/incremental.py,
+# (bench/host_ceiling.py, 4.6 minutes on a quiet machine) and the incremental runs (bench/incremental.py,
 # at the full sizes it runs here not timed; 16.7 minutes at a tenth of them under load 10-14).
 # BENCH_QUICK=1 for a smoke run.
 # Results land in out/bench/results/ (scratch); `make bench-commit` replaces the committed

@@ -349,7 +349,7 @@ def encoded_mix(artifact: Path, task: str, pairs: tuple[list, list]):
 
 def engine_stage(artifact: Path, task: str, device: str, sizes: Sizes, peak_tflops: float | None, mix) -> dict:
     """Engine alone: sequence 128 (graphs on and off) and the job's length mix through run_encoded."""
-    from bench.limits import row_flops
+    from bench.flop_ceiling import row_flops
     from engines.registry import engine_class
     from udfs.execute import run_encoded
 

@@ -2,7 +2,7 @@
 (compiled once, reused while their arguments hold), starting Spark and running a job (in this
 process or as its own cold spark-submit), the machine it ran on, comparing two outputs, judging a
 target, writing results with their plot, and `make bench`'s flags. The experiments (bench/run.py,
-scale.py, incremental.py, host.py, int8.py, s3_commit.py) and the demo import this module and not
+scale.py, incremental.py, host_ceiling.py, int8.py, s3_commit.py) and the demo import this module and not
 each other's; bench/run.py alone runs the others, as `make bench`.
 """
 from __future__ import annotations
@@ -368,7 +368,7 @@ def parse_args(argv: list[str] | None, prog: str, description: str) -> argparse.
     p.add_argument("--commit", action="store_true",
                    help="a full run that replaces the committed results in bench/results/ (make bench-commit)")
     p.add_argument("--only", choices=("host", "main"), default=None,
-                   help="host = the host ceiling with zero-cost engines (bench/host.py), merged into the results "
+                   help="host = the host ceiling with zero-cost engines (bench/host_ceiling.py), merged into the results "
                         "already in the results folder; main = results.* alone, without the incremental and "
                         "scale benches (incremental.*, scale.*)")
     p.add_argument("--work", type=Path, default=ROOT / "out" / "bench", help="scratch data; default: out/bench")

@@ -26,7 +26,7 @@ SPLIT_NAMES = {"read_arrow": "read + Arrow", "validation": "validation", "tokeni
 
 
 def host_markdown(h: dict) -> list[str]:
-    """The host ceiling (bench/host.py): null-engine jobs against plain tokenization, the time
+    """The host ceiling (bench/host_ceiling.py): null-engine jobs against plain tokenization, the time
     split, and the cores one accelerator needs."""
     out = ["## Host ceiling: both jobs with a zero-cost engine", "",
            f"{h['started']} · {h['cores']} of {h['machine_cpus']} cores of {h['cpu']} · load average "
@@ -94,7 +94,7 @@ def host_markdown(h: dict) -> list[str]:
 
 
 def _gemm_run(p: dict, cores: int) -> str:
-    """One GEMM measurement: per library where it measured several (bench/limits.py)."""
+    """One GEMM measurement: per library where it measured several (bench/flop_ceiling.py)."""
     per = p.get("libraries") or {p["library"]: p}
     return ", ".join(f"{lib} {g['processes_gflops']} GFLOP/s as {cores} processes x 1 thread, {g['threads_gflops']} "
                      f"as 1 x {cores}" for lib, g in per.items())

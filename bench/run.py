@@ -3,7 +3,7 @@
     python -m bench.run              # the full run: about 10 minutes on 2 cores, artifacts compiled
     python -m bench.run --quick      # a smoke run of every path on tiny sizes (or BENCH_QUICK=1)
     python -m bench.run --commit     # a full run that replaces the committed bench/results/
-    python -m bench.run --only host  # the host ceiling alone (bench/host.py), merged into the results
+    python -m bench.run --only host  # the host ceiling alone (bench/host_ceiling.py), merged into the results
 
 On the seeded generator's data (bench/synthetic/datasets.py) and the packaged all-MiniLM-L6-v2, it
 measures the bare engine per backend, precision and length mix; the duplicates and intent jobs
@@ -84,14 +84,14 @@ def engine_section(pool, arts: dict, mixes: dict, encoder, shape: dict, rounds: 
     """Every artifact on every length mix, one process per core with one thread each (the job's
     layout); artifacts alternate within each of `rounds` rounds and the fastest round counts,
     so a burst of load on a shared machine hits them alike."""
-    from bench import limits
+    from bench import flop_ceiling
 
     rows = []
     cores = len(pool.workers)
     for mix, (texts, pairs) in mixes.items():
         enc = encoder.encode_pairs(*pairs) if pairs else encoder.encode(texts)
         lengths = enc.lengths
-        flops = limits.row_flops(lengths, shape)
+        flops = flop_ceiling.row_flops(lengths, shape)
         shares = [(enc.ids[p::cores], enc.type_ids[p::cores]) for p in range(cores)]
         best: dict = {}
         for _ in range(rounds):
@@ -124,10 +124,10 @@ def budget_sweep(pool, folder: Path, shares: list[list[str]], encoder, budgets) 
 def bare_for_job(pool, folder: Path, shares: list[list[str]], encoder, shape: dict, layout: dict | None = None) -> dict:
     """The bare engine on exactly the texts the job's engines encode: in its best configuration
     (both layouts tried), or in `layout` (processes, threads) found best before."""
-    from bench import limits
+    from bench import flop_ceiling
 
     encs = [encoder.encode(s) for s in shares]
-    flops = sum(limits.row_flops(e.lengths, shape) for e in encs)
+    flops = sum(flop_ceiling.row_flops(e.lengths, shape) for e in encs)
     feeds = [(e.ids, e.type_ids) for e in encs]
     if layout is None:
         top = pool.best(str(folder), "onnx", [], [], token_budget=TOKEN_BUDGET, shares=feeds)
@@ -233,7 +233,7 @@ def head_to_head(spark, arts: dict, pairs: pd.DataFrame, encoder, tokenizer_json
     """On the same pairs: the job (fp32, int8), the --overlap A/B, and the peers.
 
     Returns (peers, overlap, int8 scores against fp32)."""
-    from bench import job_bench, limits, peers
+    from bench import flop_ceiling, job_bench, peers
     from jobs import duplicates
     from tokenizers import Tokenizer
 
@@ -282,8 +282,8 @@ def head_to_head(spark, arts: dict, pairs: pd.DataFrame, encoder, tokenizer_json
                            timeout=1800)
     rows.append({"peer": "Ray Data map_batches + transformers", **r, **({} if "skipped" in r else naive_padding)})
     ref = rows[0]
-    peer_flops = limits.row_flops(encoder.encode(hl + hr).lengths, shape)  # peers encode every side
-    job_flops = sum(limits.row_flops(encoder.encode(t).lengths, shape) for t in job_texts(hl, hr, cores))
+    peer_flops = flop_ceiling.row_flops(encoder.encode(hl + hr).lengths, shape)  # peers encode every side
+    job_flops = sum(flop_ceiling.row_flops(encoder.encode(t).lengths, shape) for t in job_texts(hl, hr, cores))
     for p in rows:
         if "seconds" not in p:
             continue
@@ -336,8 +336,8 @@ def cold_target(j: dict, key: str) -> dict:
 
 
 def run_host(args) -> dict:
-    """The host-ceiling section alone: its two artifacts, one Spark session, bench/host.py."""
-    from bench import host
+    """The host-ceiling section alone: its two artifacts, one Spark session, bench/host_ceiling.py."""
+    from bench import host_ceiling
 
     args.work.mkdir(parents=True, exist_ok=True)
     art_root = ROOT / "artifacts" / "bench"
@@ -348,13 +348,13 @@ def run_host(args) -> dict:
     log("starting Spark")
     spark, _ = harness.start_spark(args.cores)
     try:
-        return host.section(spark, fp32=fp32, intent=intent, work=args.work, cores=args.cores, quick=args.quick)
+        return host_ceiling.section(spark, fp32=fp32, intent=intent, work=args.work, cores=args.cores, quick=args.quick)
     finally:
         spark.stop()
 
 
 def run(args) -> dict:
-    from bench import host, limits
+    from bench import flop_ceiling, host_ceiling
     from bench.synthetic import datasets
     from bench.engine_bench import EnginePool
     from udfs.tokenize import TextEncoder
@@ -365,9 +365,9 @@ def run(args) -> dict:
     t_start = time.time()
     results: dict = {"meta": harness.machine_meta(quick=args.quick, cores=cores, sizes=dataclasses.asdict(sizes),
                                                   token_budget=TOKEN_BUDGET)}
-    shape = limits.model_shape(minilm_dir())
+    shape = flop_ceiling.model_shape(minilm_dir())
     results["model"] = {"name": "all-MiniLM-L6-v2", **shape,
-                        "mflop_per_token_at_128": round(limits.flops_per_token(shape, 128) / 1e6, 2)}
+                        "mflop_per_token_at_128": round(flop_ceiling.flops_per_token(shape, 128) / 1e6, 2)}
     pairs = datasets.product_pairs(sizes.pairs, seed=7)
     queries = datasets.search_queries(sizes.queries, seed=11)
 
@@ -376,7 +376,7 @@ def run(args) -> dict:
     fp32, int8 = arts["onnx-fp32-fused"], arts["onnx-int8"]
 
     log("GEMM peak (1 of 3)")
-    peak_runs = [limits.gemm_peak(cores, seconds=sizes.gemm_seconds)]
+    peak_runs = [flop_ceiling.gemm_peak(cores, seconds=sizes.gemm_seconds)]
 
     # Engine only: per artifact and length mix.
     tokenizer_json = fp32 / "tokenizer" / "tokenizer.json"
@@ -396,7 +396,7 @@ def run(args) -> dict:
     results["batch_sizing"] = budget_sweep(pool, fp32, job_texts(left, right, cores), encoder,
                                            (512, 8192) if args.quick else BUDGETS)
     log("GEMM peak (2 of 3)")
-    peak_runs.append(limits.gemm_peak(cores, seconds=sizes.gemm_seconds))
+    peak_runs.append(flop_ceiling.gemm_peak(cores, seconds=sizes.gemm_seconds))
 
     # Jobs on local Spark, then the head to head.
     log("starting Spark")
@@ -417,15 +417,15 @@ def run(args) -> dict:
                         "all_sides_real_tokens": int(encoder.encode(left + right).lengths.sum())}
     results["peers"], results["overlap"], results["int8_vs_fp32_job"] = head_to_head(
         spark, arts, pairs.head(sizes.peer_pairs), encoder, tokenizer_json, shape, cores, work, Path(args.ray_python))
-    results["host"] = host.section(spark, fp32=fp32, intent=arts["intent-fp32"], work=work, cores=cores,
+    results["host"] = host_ceiling.section(spark, fp32=fp32, intent=arts["intent-fp32"], work=work, cores=cores,
                                    quick=args.quick)
     spark.stop()
 
     log("GEMM peak (3 of 3)")
-    peak_runs.append(limits.gemm_peak(cores, seconds=sizes.gemm_seconds))
+    peak_runs.append(flop_ceiling.gemm_peak(cores, seconds=sizes.gemm_seconds))
     peak = max(r["peak_gflops"] for r in peak_runs)
     results["limit"] = {"gemm_peak_gflops": peak, "library": max(peak_runs, key=lambda r: r["peak_gflops"])["library"],
-                        "runs": peak_runs, "vector_bound": limits.vector_bound(cores)}
+                        "runs": peak_runs, "vector_bound": flop_ceiling.vector_bound(cores)}
     rated = ([(f"engine only: {e['artifact']} on {e['mix']}", e) for e in results["engine"]]
              + [(f"job {j['job']} {j['precision']}", j) for j in jobs]
              + [(f"bare engine for job {j['job']} {j['precision']}", j["bare_engine"]) for j in jobs]

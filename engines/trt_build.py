@@ -18,6 +18,8 @@ import os
 from pathlib import Path
 from typing import Callable, Sequence
 
+from engines.store import CACHE_ENV, DEFAULT_CACHE_DIR
+
 BUILD_SPEC = "tensorrt/build.json"
 PLANS_DIR = "tensorrt/plans"  # prebuilt plans shipped inside an artifact (compile --build)
 # Compute capability each precision needs (T4 = 7.5 has no bf16); TensorRT >= 10.5 needs 7.5.
@@ -25,7 +27,6 @@ MIN_COMPUTE_CAPABILITY = {"fp16": (7, 5), "fp32": (7, 5), "bf16": (8, 0)}
 # TensorRTEngine.precisions, BuildSpec's check and compile's --precision; the first is the default
 PRECISIONS = tuple(MIN_COMPUTE_CAPABILITY)
 DEFAULT_MAX_TOKENS = 16384
-DEFAULT_CACHE = "/tmp/accel-scoring-cache"
 # The supported TensorRT releases: the gpu extra (pyproject.toml), the device check and every
 # artifact's target read it from here; tests/test_tensorrt.py checks pyproject.toml agrees.
 TENSORRT_MIN, TENSORRT_BELOW = "10.4", "12"
@@ -140,7 +141,8 @@ def plan_cache_key(trt_version: str, device_name: str, compute_capability: tuple
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("ACCEL_SCORING_CACHE") or DEFAULT_CACHE) / "tensorrt"
+    """Built plans, under the folder S3 artifacts are downloaded to (engines/store.py): one place to size."""
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE_DIR) / "tensorrt"
 
 
 @contextlib.contextmanager

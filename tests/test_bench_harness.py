@@ -3,7 +3,7 @@ the report. Correctness only: no timing is asserted."""
 import numpy as np
 import pytest
 
-from bench import job_bench, limits, report
+from bench import flop_ceiling, job_bench, report
 from bench.harness import COMMITTED, ROOT
 from bench.run import TARGETS, job_texts, parse_args, target
 
@@ -13,19 +13,19 @@ MINILM = {"layers": 6, "hidden": 384, "intermediate": 1536, "heads": 12}
 def test_row_flops_matches_the_hand_count():
     # 6 x (4*384^2 + 2*384*1536) x 2 per token, plus 4*L*h per token per layer for attention.
     per_token_dense = 6 * (4 * 384 ** 2 + 2 * 384 * 1536) * 2
-    assert limits.row_flops(np.array([1]), MINILM) == pytest.approx(per_token_dense + 6 * 4 * 384)
-    at_128 = limits.flops_per_token(MINILM, 128)
+    assert flop_ceiling.row_flops(np.array([1]), MINILM) == pytest.approx(per_token_dense + 6 * 4 * 384)
+    at_128 = flop_ceiling.flops_per_token(MINILM, 128)
     assert at_128 == pytest.approx(per_token_dense + 6 * 4 * 128 * 384)
     assert 21.0e6 < at_128 < 22.5e6  # the design's ~21.7 MFLOP per real token
-    assert limits.row_flops(np.array([10, 20]), MINILM) == pytest.approx(
-        limits.row_flops(np.array([10]), MINILM) + limits.row_flops(np.array([20]), MINILM))
+    assert flop_ceiling.row_flops(np.array([10, 20]), MINILM) == pytest.approx(
+        flop_ceiling.row_flops(np.array([10]), MINILM) + flop_ceiling.row_flops(np.array([20]), MINILM))
 
 
-@pytest.mark.parametrize("library", limits.LIBRARIES)
+@pytest.mark.parametrize("library", flop_ceiling.LIBRARIES)
 def test_each_gemm_of_the_ceiling_multiplies_what_it_is_given(library):
     """The ceiling's GEMMs (torch's and ONNX Runtime's own MatMul) compute a real product, so
     their FLOP/s count work done."""
-    run = limits._matmul(library, 64, 1)
+    run = flop_ceiling._matmul(library, 64, 1)
     out = run()
     product = out[0] if isinstance(out, list) else out.numpy()
     assert product.shape == (64, 64) and np.abs(product).sum() > 0
@@ -33,14 +33,14 @@ def test_each_gemm_of_the_ceiling_multiplies_what_it_is_given(library):
 
 def test_vector_bound_reads_width_and_clock_from_cpuinfo():
     info = "processor : 0\ncpu MHz\t\t: 2600.000\nflags\t\t: fpu sse2 avx avx2 fma avx512f avx512bw\n"
-    assert limits.vector_bound(2, info) == {"fp32_lanes": 16, "flops_per_cycle_per_core": 64, "ghz": 2.6,
+    assert flop_ceiling.vector_bound(2, info) == {"fp32_lanes": 16, "flops_per_cycle_per_core": 64, "ghz": 2.6,
                                             "gflops": 332.8}
-    assert limits.vector_bound(4, info.replace(" avx512f avx512bw", ""))["gflops"] == 4 * 32 * 2.6
-    assert limits.vector_bound(2, "flags : avx2\n")["gflops"] is None  # no clock reported: no figure
+    assert flop_ceiling.vector_bound(4, info.replace(" avx512f avx512bw", ""))["gflops"] == 4 * 32 * 2.6
+    assert flop_ceiling.vector_bound(2, "flags : avx2\n")["gflops"] is None  # no clock reported: no figure
 
 
 def test_model_shape_reads_the_config(minilm_dir):
-    assert limits.model_shape(minilm_dir) == MINILM
+    assert flop_ceiling.model_shape(minilm_dir) == MINILM
 
 
 def test_job_texts_deal_the_runs_distinct_texts_once():
@@ -203,12 +203,12 @@ def test_null_artifact_is_a_verified_artifact_whose_graph_only_sums_the_mask(com
 
 
 def test_host_time_split_adds_up_and_divides_the_worker_rest_as_the_replay_measured():
-    from bench import host
+    from bench import host_ceiling
 
     summary = {"scoring_seconds": 20.0, "tokenize_seconds": 16.0, "engine_seconds": 2.0, "udf_seconds": 26.0}
     worker = {"phases": {"validation": 3.0, "tokenization": 9.0, "batching_padding": 1.0, "engine": 0.5,
                          "scatter_output": 0.0}}
-    split = host.time_split(summary, read_arrow=3.0, read_arrow_write=4.5, worker=worker, cores=2)
+    split = host_ceiling.time_split(summary, read_arrow=3.0, read_arrow_write=4.5, worker=worker, cores=2)
     assert split["tokenization"] == 8.0 and split["engine"] == 1.0
     assert split["validation"] == 3.0 and split["batching_padding"] == 1.0 and split["scatter_output"] == 0.0
     assert split["read_arrow"] == 3.0 and split["write"] == 1.5 and split["unaccounted"] == 2.5
@@ -216,9 +216,9 @@ def test_host_time_split_adds_up_and_divides_the_worker_rest_as_the_replay_measu
 
 
 def test_cores_per_device_divides_the_device_rate_by_the_host_rate_per_core():
-    from bench import host
+    from bench import host_ceiling
 
-    rows = host.cores_per_device([
+    rows = host_ceiling.cores_per_device([
         {"job": "duplicates", "sequences_per_row": 2.0, "rows_per_second_per_core": 1000.0,
          "padded_tokens_per_sequence": 64.0},
         {"job": "query_intent", "sequences_per_row": 1.0, "rows_per_second_per_core": 9000.0,
@@ -227,7 +227,7 @@ def test_cores_per_device_divides_the_device_rate_by_the_host_rate_per_core():
     assert a100["duplicates"]["device_rows_per_second"] == 3950 and a100["duplicates"]["cores"] == 4
     assert a100["duplicates"]["cores_token_scaled"] == 8  # 3,950 x 128 / 64 rows/s over 1,000 per core
     assert a100["query_intent"]["cores"] == 1 and a100["query_intent"]["cores_token_scaled"] == 15
-    assert len(rows) == 2 * len(host.DEVICES) and all(r["source"] for r in rows)
+    assert len(rows) == 2 * len(host_ceiling.DEVICES) and all(r["source"] for r in rows)
 
 
 def _host() -> dict:
@@ -276,7 +276,7 @@ def test_worker_env_reaches_the_python_workers_of_the_jobs_run_inside(spark):
 
     import pandas as pd
 
-    from bench import host
+    from bench import host_ceiling
 
     def seen(frames):
         for _ in frames:
@@ -285,6 +285,6 @@ def test_worker_env_reaches_the_python_workers_of_the_jobs_run_inside(spark):
     def values() -> set:
         return {r.v for r in spark.range(2).repartition(2).mapInPandas(seen, "v string").collect()}
 
-    with host._worker_env(spark, "ACCEL_SCORING_BENCH_PROBE", "0"):
+    with host_ceiling._worker_env(spark, "ACCEL_SCORING_BENCH_PROBE", "0"):
         assert values() == {"0"}
     assert values() == {"unset"} and "ACCEL_SCORING_BENCH_PROBE" not in spark.sparkContext.environment

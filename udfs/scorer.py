@@ -24,7 +24,7 @@ import pyarrow as pa
 from engines import imds
 from engines.errors import EngineUnavailableError, TargetMismatchError
 from udfs import faults
-from udfs.cache import WORKER_CACHE
+from udfs.engine_cache import WORKER_CACHE
 from udfs.device import bind_device, task_cpus, task_resources
 from udfs.model_outputs import SINGLE_TEXT_TASKS
 from udfs.progress import ProgressReporter, relayed

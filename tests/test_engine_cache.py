@@ -1,4 +1,4 @@
-from udfs.cache import EngineCache
+from udfs.engine_cache import EngineCache
 
 
 class Closable:
