@@ -47,6 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import harness  # noqa: E402  (after the path: the device machine runs it from a bare copy)
+
 SEQ = 128
 MAX_SEQ_LEN = 128
 PRECISIONS = ("fp16", "bf16")
@@ -142,14 +144,13 @@ class Results:
 
 
 def log(message: str) -> None:
-    print(f"[device_check {dt.datetime.now().strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+    harness.log(message, "device_check")
 
 
 # ------------------------------------------------------------------ stages
 
 
 def environment(device: str, kit: Path | None) -> dict:
-    import importlib.metadata as md
     import importlib.util
 
     import torch
@@ -159,11 +160,7 @@ def environment(device: str, kit: Path | None) -> dict:
            "importable": {m: importlib.util.find_spec(m) is not None
                           for m in ("tensorrt", "pyspark", "transformers", "onnxruntime", "flash_tokenizer")},
            "java": shutil.which("java"), "kit": sorted(p.name for p in kit.iterdir()) if kit and kit.is_dir() else None}
-    for lib in ("transformers", "tokenizers", "numpy", "pandas", "pyarrow", "flash-tokenizer"):
-        try:
-            env[lib] = md.version(lib)
-        except md.PackageNotFoundError:
-            pass
+    env.update(harness.versions(("transformers", "tokenizers", "numpy", "pandas", "pyarrow", "flash-tokenizer")))
     if device.startswith("cuda"):
         p = torch.cuda.get_device_properties(_ordinal(device))
         env.update(gpu=p.name, compute_capability=f"{p.major}.{p.minor}", gpu_memory_gib=round(p.total_memory / 2**30, 1),

@@ -29,8 +29,8 @@ RUN_DATE = "2026-01-01"  # every measured run's --run-date
 SUBMIT_DRIVER_MEMORY = "2g"  # a cold spark-submit's --driver-memory (bench/scale.py runs the largest size at 1g too)
 
 
-def log(msg: str) -> None:
-    print(f"bench [{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+def log(msg: str, source: str = "bench") -> None:
+    print(f"{source} [{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def minilm_dir() -> Path:
@@ -169,11 +169,13 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def versions() -> dict:
+def versions(libs: tuple[str, ...] = ("onnxruntime", "torch", "transformers", "pyspark", "tokenizers",
+                                      "numpy")) -> dict:
+    """The installed version of each of `libs` that is installed."""
     import importlib.metadata as md
 
     out = {}
-    for lib in ("onnxruntime", "torch", "transformers", "pyspark", "tokenizers", "numpy"):
+    for lib in libs:
         try:
             out[lib] = md.version(lib)
         except md.PackageNotFoundError:
