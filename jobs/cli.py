@@ -11,6 +11,10 @@ from jobs import console, stage_resources
 from udfs.device import device_forms
 
 FORMATS = ("parquet", "jsonl", "csv")
+# A live run renews its lease on the run date every tenth of this (jobs/date_lease.py); a lease not
+# renewed for this long is a killed run's. Long enough for a driver stalled by a full GC or a slow
+# S3 request, short enough that a retry after a crash waits minutes, not an hour.
+LEASE_STALE_SECONDS = 180.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +42,8 @@ class JobConfig:
     instances: int | None = None  # None: distinct executor hosts in the task list
     fallback_model: str | None = None  # scored where a worker's engine refuses --model (jobs/runner.py)
     scoring_resources: str = "auto"  # "auto" | "off": the scoring stage's resource profile (jobs/stage_resources.py)
+    take_over_run: bool = False  # delete another run's live lease on the date (jobs/date_lease.py)
+    lease_stale_seconds: float = LEASE_STALE_SECONDS
     extra: dict = dataclasses.field(default_factory=dict)  # job-specific flags
 
 
@@ -162,6 +168,13 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
                      help="score identical texts once per run (a Spark distinct and a join back) or once per "
                           "Arrow batch (no shuffle); default: run with --cache and for bi-encoder artifacts (batch where "
                           "all rows are one Arrow batch of one task: the same texts scored, fewer Spark jobs), else batch")
+    lease = p.add_argument_group("One run per date (README.md, \"Reliability\")")
+    lease.add_argument("--take-over-run", action="store_true",
+                       help="write the run date although another run's lease on it is live (only when that run is "
+                            "known to be dead); default: exit 2 naming that run")
+    lease.add_argument("--lease-stale-seconds", metavar="S", type=positive_float, default=LEASE_STALE_SECONDS,
+                       help="after this long without renewal, this run's lease counts as a dead run's and the next "
+                            f"run of the date takes it over; default: {LEASE_STALE_SECONDS:g}")
     cost = p.add_argument_group("Cost (the summary's `cost` and the run report)")
     cost.add_argument("--instance-type", metavar="NAME", default=None,
                       help="EC2 instance type of the executors, priced from jobs/prices.py; "
@@ -183,5 +196,6 @@ def config_from(args: argparse.Namespace, extra: dict) -> JobConfig:
         progress_seconds=args.progress_seconds, overlap=args.overlap, verbose=args.verbose,
         cache=args.cache.rstrip("/") if args.cache else None, dedup=args.dedup,
         instance_type=args.instance_type, usd_per_hour=args.usd_per_hour, instances=args.instances,
-        fallback_model=args.fallback_model, scoring_resources=args.scoring_resources, extra=extra,
+        fallback_model=args.fallback_model, scoring_resources=args.scoring_resources,
+        take_over_run=args.take_over_run, lease_stale_seconds=args.lease_stale_seconds, extra=extra,
     )

@@ -52,6 +52,17 @@ def list_names(spark: SparkSession, folder: str) -> list[str]:
     return sorted(n for n in names if not n.startswith((".", "_")))
 
 
+def modified(spark: SparkSession, folder: str) -> dict[str, float]:
+    """Name -> last modification (seconds since the epoch, as the FileSystem keeps it: S3's
+    LastModified, a local file's mtime) of each file directly under `folder`, skipping hidden
+    ones; {} when the folder does not exist."""
+    fs, hpath = _fs(spark, folder)
+    if not fs.exists(hpath):
+        return {}
+    return {status.getPath().getName(): status.getModificationTime() / 1000 for status in fs.listStatus(hpath)
+            if status.isFile() and not status.getPath().getName().startswith((".", "_"))}
+
+
 def exists(spark: SparkSession, path: str) -> bool:
     fs, hpath = _fs(spark, path)
     return bool(fs.exists(hpath))
@@ -61,6 +72,16 @@ def delete(spark: SparkSession, path: str) -> None:
     """Delete a file or a folder and everything under it; nothing if absent."""
     fs, hpath = _fs(spark, path)
     fs.delete(hpath, True)
+
+
+def delete_if_empty(spark: SparkSession, folder: str) -> bool:
+    """Delete `folder` only if nothing is in it; whether it is gone. Safe against another process
+    writing into it: the FileSystem refuses to delete a folder that is not empty."""
+    fs, hpath = _fs(spark, folder)
+    try:
+        return bool(fs.delete(hpath, False))
+    except Exception:  # noqa: BLE001 - not empty (an IOException on local disks, HDFS and s3a)
+        return False
 
 
 def size_bytes(spark: SparkSession, path: str) -> int:

@@ -20,6 +20,7 @@ from engines.errors import ArtifactError
 from engines.store import open_manifest
 from jobs import console, hadoop_files, partitioning, paths, report, spark_io, stage_resources, summary_text, timeline
 from jobs.cli import JobConfig
+from jobs.date_lease import DateLease
 from jobs.cost import run_cost
 from jobs.progress import Progress, WorkerFailed
 from udfs.device import bind_device
@@ -185,6 +186,27 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         spark_io.check_output_owner(spark, cfg.output, app_name)
         if cfg.cache:
             spark_io.check_output(spark, cfg.cache, flag="--cache")
+        lease = DateLease(spark, cfg.output, cfg.run_date, job=app_name,
+                          application_id=spark.sparkContext.applicationId, stale_seconds=cfg.lease_stale_seconds,
+                          take_over=cfg.take_over_run, on_lost=spark.sparkContext.cancelAllJobs)
+        lease.acquire()  # before any task runs: no other live run writes this date
+    except spark_io.InputError as e:
+        return _fail(2, str(e))
+    for held in lease.taken_over:
+        console.say(f"took over run_date={cfg.run_date} from {held.get('application_id', held['file'])}, whose lease "
+                    f"was {'live: --take-over-run' if held['was_live'] else 'stale'} (renewed "
+                    f"{held['age_seconds']:.0f} s ago)")
+    try:
+        return _read_and_score(spark, cfg, workload, app_name, manifest, spec, resources, scoring_conf, lease,
+                               t_start, out_stream)
+    finally:
+        lease.release()
+
+
+def _read_and_score(spark, cfg: JobConfig, workload, app_name: str, manifest: Manifest, spec: ScorerSpec,
+                    resources, scoring_conf: Mapping[str, str], lease: DateLease, t_start: float, out_stream) -> int:
+    """The run once it holds its date: read, score, write, summarise; the exit code."""
+    try:
         raw = spark_io.read_input(spark, cfg.input, cfg.input_format)
         fields_absent = spark_io.absent_fields(raw, workload)
         df, input_profile = spark_io.scoring_input(raw, workload)
@@ -220,6 +242,9 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     except WorkerFailed as e:  # an engine that cannot load on a worker: the run was cancelled at once
         return _fail(1, str(e))
     except Exception as e:  # noqa: BLE001 - a failed Spark job is a failed run; say why, exit 1
+        if lease.lost:
+            return _fail(1, f"run_date={cfg.run_date} was taken over by another run (--take-over-run): this run "
+                            f"stopped its Spark jobs; the date holds what that run writes")
         return _fail(1, f"scoring failed: {_root_cause(e)}")
     scoring_seconds = time.time() - t_score
     extra["dedup"]["reason"] = level_reason
@@ -227,7 +252,8 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds,
                           fields_absent, samples),
                "scoring_resources": resources.summary(), "partitioning": layout.summary(),
-               "spark_jobs": spark_jobs, **extra}
+               "spark_jobs": spark_jobs, "took_over_from": [held.get("application_id", held["file"])
+                                                           for held in lease.taken_over], **extra}
     failure = _failure(cfg, summary, m)
     summary.update(exit_code=1 if failure else 0, failure=failure)  # the page and schedulers see the verdict too
     hadoop_files.write_text(spark, spark_io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))

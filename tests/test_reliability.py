@@ -185,8 +185,13 @@ def test_interrupted_run_leaves_the_previous_output_and_a_rerun_replaces_it(spar
     pd.testing.assert_frame_equal(after_kill, before)  # ... but readers do not see them
     assert spark.read.parquet(str(out)).where(f"run_date = '{day}'").count() == 200
 
-    rc, summary, err = run_job(main, capsys, input=v2, output=out, model=model, run_date=day)
+    # The killed run's lease on the date stays live until it is stale (jobs/date_lease.py): a re-run
+    # is refused, naming it, until told that run is dead.
+    rc, _, err = run_job(main, capsys, input=v2, output=out, model=model, run_date=day)
+    assert rc == 2 and "is being written by" in err and "--take-over-run" in err, err
+    rc, summary, err = run_job(main, capsys, input=v2, output=out, model=model, run_date=day, take_over_run=True)
     assert rc == 0, err
+    assert "whose lease was live: --take-over-run" in err
     rerun = read_partition(out, day)
     assert len(rerun) == 400 and rerun.pair_id.is_unique and rerun.pair_id.str.startswith("v2-").all()
     assert spark.read.parquet(str(out)).where(f"run_date = '{day}'").count() == 400

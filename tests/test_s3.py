@@ -12,6 +12,7 @@ does not: EMR's `s3://` (EMRFS and its S3-optimized committer) and real S3's lat
 from __future__ import annotations
 
 import io
+import json
 import time
 from pathlib import Path
 
@@ -223,6 +224,28 @@ def test_a_rerun_replaces_only_its_date_and_a_backfill_leaves_the_others(spark, 
     assert len(read_date(spark, output, "2026-10-03")) == 30
 
 
+def test_a_date_another_live_run_holds_on_s3_is_refused_until_its_lease_is_stale(spark, s3, pair_model, capsys):
+    """jobs/date_lease.py through s3a: a lease object renewed within its stale time refuses the
+    run (exit 2, nothing written); once stale (S3's LastModified), the run takes the date over."""
+    df = pairs_frame(40, seed=41)
+    source, output, day = put_table(s3, df, "leased/pairs.parquet"), f"s3a://{BUCKET}/leased/out", "2026-10-05"
+    lease = f"leased/out/_runs/run_date={day}/leases/application_1733_0007.json"
+    s3.put_object(Bucket=BUCKET, Key=lease, Body=json.dumps({
+        "application_id": "application_1733_0007", "job": "accel-scoring-duplicates", "host": "ip-10-0-0-7",
+        "started": "2026-10-05T02:00:00+00:00", "stale_seconds": 4}).encode())
+    rc, summary, err = run_job(duplicates, capsys, input=source, output=output, run_date=day, **s3_flags(pair_model))
+    assert (rc, summary) == (2, None), err
+    assert (f"error: run_date={day} of {output} is being written by application_1733_0007 (accel-scoring-duplicates "
+            "on ip-10-0-0-7, started 2026-10-05T02:00:00+00:00)") in err and len(err.strip().splitlines()) == 1, err
+    assert not objects(s3, f"leased/out/run_date={day}/")
+    time.sleep(5)  # no renewal: the lease is now older than its stale time
+    rc, summary, err = run_job(duplicates, capsys, input=source, output=output, run_date=day, **s3_flags(pair_model))
+    assert rc == 0, err
+    assert summary["took_over_from"] == ["application_1733_0007"]
+    assert_run_landed(s3, spark, output, day, summary, df.pair_id, "pair_id")
+    assert [k for k in objects(s3, f"leased/out/_runs/run_date={day}/leases/") if not k.endswith("/")] == []
+
+
 def test_an_output_bucket_that_does_not_exist_exits_2_and_writes_nothing(spark, s3, pair_model, capsys):
     buckets = {b["Name"] for b in s3.list_buckets()["Buckets"]}
     output = "s3a://no-such-bucket/out"
@@ -304,8 +327,11 @@ def test_a_killed_run_leaves_the_previous_output_and_no_credentials_in_its_logs(
     pd.testing.assert_frame_equal(read_date(spark, output, day).sort_values("pair_id", ignore_index=True), before)
     assert sorted(pyarrow_ids(moto.url, f"{BUCKET}/killed/out/run_date={day}")) == sorted(v1.pair_id)
 
-    rc, summary, err = run_job(duplicates, capsys, input=second, output=output, run_date=day, **s3_flags(pair_model))
+    # the killed run's lease on the date is still live (jobs/date_lease.py): the operator says it is dead
+    rc, summary, err = run_job(duplicates, capsys, input=second, output=output, run_date=day, take_over_run=True,
+                               **s3_flags(pair_model))
     assert rc == 0, err
+    assert "whose lease was live: --take-over-run" in err
     rerun = read_date(spark, output, day)
     assert len(rerun) == 160 and rerun.pair_id.is_unique and set(rerun.pair_id) == set(v2.pair_id)
     assert leftovers(s3, "killed/out/") == left  # only the killed run's staging prefix, for the operator to delete
