@@ -24,7 +24,7 @@ def spark_submit(job: str, args: list[str]) -> dict:
     """The job as a user runs it, the job's own lines on the terminal; its run summary."""
     print("demo: ", end="", flush=True)
     summary = submit(job, [*args, "--instance-type", DEMO_INSTANCE_TYPE], driver_memory="4g", memory=False, echo=True)
-    if "error" in summary:
+    if summary.get("failed"):
         sys.exit(f"demo: {job} exited {summary['exit_code']}")
     return summary
 

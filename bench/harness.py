@@ -227,8 +227,9 @@ def submit(script: str, args: list[str], *, cores: int = 2, driver_memory: str =
     """One cold spark-submit of jobs/<script>, as a user runs it: the venv's spark-submit, nothing
     exported beforehand. Returns its run summary (without the per-task list) and wall time; with
     `memory`, the peak memory too (each kind's RSS, and the JVM's heap from its GC log). With
-    `echo`, the command is printed and the job's own lines reach the terminal; a failed run gives
-    its exit code (and, without `echo`, its last error lines) instead of a summary."""
+    `echo`, the command is printed and the job's own lines reach the terminal. A run that exits
+    non-zero or prints no summary gives `failed`, its exit code and (without `echo`) its last
+    error lines instead; a summary has an `error` count of its own, so test `failed`."""
     from bench.memory import PeakMemory, heap_after_gc_peak_mb
 
     with tempfile.TemporaryDirectory(prefix="accel-scoring-gc-") as tmp:
@@ -254,7 +255,8 @@ def submit(script: str, args: list[str], *, cores: int = 2, driver_memory: str =
             measured["memory_samples"] = peak.samples
     lines = [l for l in out.splitlines() if l.startswith("{")]
     if proc.returncode != 0 or not lines:
-        return {"exit_code": proc.returncode, "error": (err or "").strip().splitlines()[-3:], **measured}
+        return {"failed": True, "exit_code": proc.returncode, "error": (err or "").strip().splitlines()[-3:],
+                **measured}
     summary = json.loads(lines[-1])
     summary.pop("tasks", None)
     return {**summary, **measured}

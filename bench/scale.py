@@ -81,7 +81,7 @@ def measure(sizes, work: Path) -> list[dict]:
                                       "--run-date", RUN_DATE, "--progress-seconds", "3600",
                                       *([] if plan == "default" else ["--dedup", plan])],
                              cores=CORES, driver_memory=driver_memory)
-                kept = run if "error" in run else {k: run.get(k) for k in KEPT}  # a failed run: all it has
+                kept = run if run.get("failed") else {k: run.get(k) for k in KEPT}  # a failed run: all it has
                 runs.append({"job": job, "plan": plan, "rows": rows, "unit": kind, **kept})
                 log(f"  -> {json.dumps({k: run.get(k) for k in ('scoring_seconds', 'rows_per_second', 'peak_mb')})}")
                 shutil.rmtree(out, ignore_errors=True)

@@ -288,3 +288,14 @@ def test_worker_env_reaches_the_python_workers_of_the_jobs_run_inside(spark):
     with host_ceiling._worker_env(spark, "ACCEL_SCORING_BENCH_PROBE", "0"):
         assert values() == {"0"}
     assert values() == {"unset"} and "ACCEL_SCORING_BENCH_PROBE" not in spark.sparkContext.environment
+
+
+def test_a_cold_submit_tells_a_failed_run_from_a_summary_with_an_error_count(tmp_path):
+    """bench/harness.py submit: a run summary has an `error` count of its own, so a failed
+    spark-submit is marked `failed` (the demo once took every summary for a failure)."""
+    from bench.harness import submit
+
+    run = submit("duplicates.py", ["--input", str(tmp_path / "none.parquet"), "--output", str(tmp_path / "out"),
+                                   "--model", str(tmp_path / "no-model")], memory=False)
+    assert run["failed"] and run["exit_code"] == 2, run
+    assert any("no-model" in line for line in run["error"]), run["error"]

@@ -28,7 +28,7 @@ def test_the_run_level_plan_holds_no_more_memory_at_ten_times_the_rows(compile_a
                                        "--progress-seconds", "3600"],
                      driver_memory="1g", conf={"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
                                                "spark.eventLog.logBlockUpdates.enabled": "true"})
-        assert run.get("exit_code") == 0 and run["rows_out"] == rows, run
+        assert not run.get("failed") and run.get("exit_code") == 0 and run["rows_out"] == rows, run
         [log] = events.iterdir()
         runs[rows] = {**run["peak_mb"], "cached_in_memory": memory.cached_in_memory_peak_mb(log)}
     small, large = (runs[n] for n in SIZES)
