@@ -32,6 +32,10 @@ from jobs.spark_io import InputError
 RENEWALS_PER_STALE = 10  # a live run renews ten times within its stale time
 
 
+class LeaseLost(RuntimeError):
+    """Another run took this run's date over (a stale takeover, or --take-over-run)."""
+
+
 def lease_folder(output: str, run_date: str) -> str:
     return f"{output}/_runs/run_date={run_date}/leases"
 
@@ -84,6 +88,12 @@ class DateLease:
         self._renewer = threading.Thread(target=self._renew, name="date-lease", daemon=True)
         self._renewer.start()
 
+    def check(self) -> None:
+        """Raise LeaseLost once another run took the date over: called before each write and
+        commit, since cancelling the Spark jobs reaches only those already running."""
+        if self.lost:
+            raise LeaseLost(f"run_date={self.run_date} of {self.output} was taken over by another run")
+
     def release(self) -> None:
         self._stop.set()
         if self._renewer is not None:
@@ -121,7 +131,8 @@ class DateLease:
         lease = {"application_id": self.application_id, "job": self.job, "host": socket.gethostname(),
                  "pid": os.getpid(), "started": self._started, "renewed": _now().isoformat(timespec="milliseconds"),
                  "stale_seconds": self.stale_seconds,
-                 "took_over": [lease.get("application_id", lease["file"]) for lease in self.taken_over]}
+                 # the file name is the application id, also for a lease caught mid-write
+                 "took_over": [lease["file"].removesuffix(".json") for lease in self.taken_over]}
         hadoop_files.write_text(self.spark, self.path, json.dumps(lease, sort_keys=True))
 
     def _delete(self) -> None:

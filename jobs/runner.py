@@ -235,16 +235,16 @@ def _read_and_score(spark, cfg: JobConfig, workload, app_name: str, manifest: Ma
     try:
         if level == "batch":
             m, samples, extra = _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start,
-                                                 out_stream)
+                                                 out_stream, lease)
         else:
             m, samples, extra = _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in,
-                                                layout.tasks, start, out_stream)
+                                                layout.tasks, start, out_stream, lease)
     except WorkerFailed as e:  # an engine that cannot load on a worker: the run was cancelled at once
         return _fail(1, str(e))
     except Exception as e:  # noqa: BLE001 - a failed Spark job is a failed run; say why, exit 1
         if lease.lost:
-            return _fail(1, f"run_date={cfg.run_date} was taken over by another run (--take-over-run): this run "
-                            f"stopped its Spark jobs; the date holds what that run writes")
+            return _fail(1, f"run_date={cfg.run_date} was taken over by another run: this run stopped before "
+                            f"writing it; the date holds what that run writes")
         return _fail(1, f"scoring failed: {_root_cause(e)}")
     scoring_seconds = time.time() - t_score
     extra["dedup"]["reason"] = level_reason
@@ -297,7 +297,7 @@ def scoring_resources(cfg: JobConfig, spec: ScorerSpec, spark_version: str,
     return resources
 
 
-def _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start, out_stream):
+def _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start, out_stream, lease):
     """Every row through the scorer; identical texts scored once per Arrow batch."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
@@ -309,13 +309,15 @@ def _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start, 
         spec = dataclasses.replace(spec, progress=progress.address)
         scored = resources.map_in_arrow(df, Scorer(spec, workload), output_ddl(workload))
         scored = scored.observe(observation, *_row_metrics(F), *_engine_metrics(F))
+        lease.check()
         spark_io.write_scores(scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
         m = observation.get
         progress.finish(int(m.get("rows_out") or 0))
     return m, progress.samples, {"dedup": {"level": "batch"}, "scored_unit": "rows"}
 
 
-def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in, partitions, start, out_stream):
+def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in, partitions, start, out_stream,
+                    lease):
     """Distinct units scored once (jobs/distinct_plan.py); with --cache, only those it lacks,
     then added to it once the output is committed."""
     from pyspark.sql import Observation
@@ -342,12 +344,14 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in
                                           cache.staging(run_id) if cache else None)
                 rows = plan.rows(fresh)
                 rows = rows.observe(row_obs, *_row_metrics(F), F.sum(F.col("_hit").cast("long")).alias("hits"))
+                lease.check()
                 spark_io.write_scores(rows.drop("_hit").withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
                 m = {**(engine_obs.get if counts.to_score else {}), **row_obs.get}
                 progress.finish(int(m.get("units_scored") or 0))
             extra = {"dedup": {"level": "run", "units": counts.distinct, "units_scored": int(m.get("units_scored") or 0)},
                      "scored_unit": unit}
             if cache:
+                lease.check()
                 added = cache.commit(run_id, cfg.run_date, fresh if counts.to_score else None,
                                      plan.used_keys() if counts.cached else None)
                 hits = int(m.get("hits") or 0)

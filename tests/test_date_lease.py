@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.date_lease import DateLease, lease_folder
+from jobs.date_lease import DateLease, LeaseLost, lease_folder
 from jobs.spark_io import InputError
 from tests.jobhelpers import pairs_frame, read_partition, run_job
 from tests.standalone import submit
@@ -69,8 +69,11 @@ def test_a_stale_lease_is_taken_over_and_a_live_one_only_when_asked(spark, tmp_p
         _lease(spark, tmp_path, "app-late").acquire()
     forced = _lease(spark, tmp_path, "app-forced", take_over=True)
     forced.acquire()
-    assert [(t["application_id"], t["was_live"]) for t in forced.taken_over] == [("app-holder", True)]
+    # by file: the holder rewrites its lease every 0.05 s, and one caught mid-write has no fields yet
+    assert [(t["file"], t["was_live"]) for t in forced.taken_over] == [("app-holder.json", True)]
     assert lost.wait(5) and holder.lost  # the holder's next renewal finds its lease gone
+    with pytest.raises(LeaseLost):  # and the runner's check before each write and commit stops it
+        holder.check()
     holder.release()
     forced.release()
     assert _files(tmp_path) == []
@@ -96,7 +99,12 @@ def test_a_killed_run_holds_its_date_until_its_lease_is_stale_and_the_next_run_w
         while proc.poll() is None and time.monotonic() < deadline and not _files(out):
             time.sleep(0.2)
         assert _files(out), f"the holder took no lease (driver exit {proc.poll()})"
-        seen["holder"] = json.loads((Path(lease_folder(str(out), DAY)) / _files(out)[0]).read_text())
+        lease = Path(lease_folder(str(out), DAY)) / _files(out)[0]
+        text = lease.read_text()
+        while not text:  # the holder rewrites it every 0.3 s: catch it whole
+            time.sleep(0.05)
+            text = lease.read_text()
+        seen["holder"] = json.loads(text)
         seen["b"] = run_job(main, capsys, input=b_in, output=out, model=model, run_date=DAY)
 
     a = submit("jobs/duplicates.py", ["--input", a_in, "--output", out, "--model", model, "--run-date", DAY,

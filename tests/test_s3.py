@@ -232,13 +232,13 @@ def test_a_date_another_live_run_holds_on_s3_is_refused_until_its_lease_is_stale
     lease = f"leased/out/_runs/run_date={day}/leases/application_1733_0007.json"
     s3.put_object(Bucket=BUCKET, Key=lease, Body=json.dumps({
         "application_id": "application_1733_0007", "job": "accel-scoring-duplicates", "host": "ip-10-0-0-7",
-        "started": "2026-10-05T02:00:00+00:00", "stale_seconds": 4}).encode())
+        "started": "2026-10-05T02:00:00+00:00", "stale_seconds": 10}).encode())
     rc, summary, err = run_job(duplicates, capsys, input=source, output=output, run_date=day, **s3_flags(pair_model))
     assert (rc, summary) == (2, None), err
     assert (f"error: run_date={day} of {output} is being written by application_1733_0007 (accel-scoring-duplicates "
             "on ip-10-0-0-7, started 2026-10-05T02:00:00+00:00)") in err and len(err.strip().splitlines()) == 1, err
     assert not objects(s3, f"leased/out/run_date={day}/")
-    time.sleep(5)  # no renewal: the lease is now older than its stale time
+    time.sleep(11)  # no renewal: the lease is now older than its stale time (S3 keeps whole seconds)
     rc, summary, err = run_job(duplicates, capsys, input=source, output=output, run_date=day, **s3_flags(pair_model))
     assert rc == 0, err
     assert summary["took_over_from"] == ["application_1733_0007"]
