@@ -1,4 +1,5 @@
-"""A moto server on 127.0.0.1 with a free port and a recorder of the requests it answered: the
+"""A moto server on 127.0.0.1 with a free port, a recorder of the requests it answered and a fault
+injector in front (local_aws/s3_faults.py, off unless a test turns it on): the
 S3 (and EMR, IAM) that the tests and bench/s3_commit.py talk to. tests/moto_support.py adds what
 only the tests need (emulated step and job-run outcomes, IAM users, another account).
 
@@ -10,6 +11,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from local_aws.s3_faults import FaultInjector
 
 REGION = "us-east-1"
 
@@ -54,6 +57,7 @@ class MotoServer:
 
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self.recorder: Recorder | None = None
+        self.faults: FaultInjector | None = None
         self.url = ""
 
     def start(self) -> "MotoServer":
@@ -64,7 +68,8 @@ class MotoServer:
         host, port = self._server.get_host_and_port()
         self.url = f"http://{host}:{port}"
         wsgi = self._server._server  # werkzeug server; requests read .app on each call
-        self.recorder = Recorder(wsgi.app)
+        self.faults = FaultInjector(wsgi.app)
+        self.recorder = Recorder(self.faults)  # records every request, the faulted ones too
         wsgi.app = self.recorder
         return self
 
