@@ -41,6 +41,7 @@ import contextlib
 import dataclasses
 import fcntl
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -52,7 +53,8 @@ from typing import Any, Iterator
 from engines.artifact import MANIFEST, Manifest, parse_manifest, read_manifest, verify_files
 from engines.errors import ArtifactError
 
-__all__ = ["CACHE_ENV", "DEFAULT_CACHE_DIR", "S3Prefix", "localize", "open_artifact", "open_manifest", "parse_uri"]
+__all__ = ["CACHE_ENV", "DEFAULT_CACHE_DIR", "S3Prefix", "localize", "open_artifact", "open_manifest", "parse_uri",
+           "s3_retries"]
 
 CACHE_ENV = "ACCEL_SCORING_CACHE"
 DEFAULT_CACHE_DIR = "/tmp/accel-scoring-cache"
@@ -145,13 +147,39 @@ def localize(
     return _localize_s3(s3_client or _default_s3_client(), where, root)
 
 
+# botocore's standard retry mode: up to 5 retries after the first attempt ("max_attempts" counts
+# retries; "total_max_attempts" would count both), with jittered exponential backoff, for
+# throttling (503 SlowDown), 5xx answers and dropped connections alike.
+_RETRIES = {"mode": "standard", "max_attempts": 5}
+_attempts = {"calls": 0, "sends": 0}  # this process's S3 API calls, and the HTTP requests they took
+
+
+def s3_retries() -> int:
+    """How many S3 requests botocore has sent again in this process, over every client made here:
+    the job's summary reports it (a body that broke off mid-download and that s3transfer fetched
+    again is a new call, not counted)."""
+    return _attempts["sends"] - _attempts["calls"]
+
+
+def _count(what: str):
+    def handler(**_: Any) -> None:
+        _attempts[what] += 1
+    return handler
+
+
+_COUNT_CALL, _COUNT_SEND = _count("calls"), _count("sends")
+
+
 def _default_s3_client() -> Any:
     try:
         import boto3
         from botocore.config import Config
     except ImportError as exc:  # executors that only read local artifacts never get here
         raise ArtifactError("reading s3:// artifacts needs boto3: the aws extra (README.md, 'Installing on executors')") from exc
-    return boto3.client("s3", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+    client = boto3.client("s3", config=Config(retries=_RETRIES))
+    client.meta.events.register("before-call.s3", _COUNT_CALL)
+    client.meta.events.register("before-send.s3", _COUNT_SEND)
+    return client
 
 
 def _localize_s3(client: Any, where: S3Prefix, root: Path) -> Path:
@@ -226,14 +254,20 @@ def _remove_leftovers(root: Path, key: str) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
-def _get_object(client: Any, where: S3Prefix, rel: str) -> Any:
+@contextlib.contextmanager
+def _reading(client: Any, where: S3Prefix, rel: str) -> Iterator[None]:
+    """S3's and botocore's errors, once their retries are spent, as ArtifactErrors naming the key.
+    (s3transfer starts with a HEAD, whose 404 does not say whether the key or the bucket is missing.)"""
     from botocore.exceptions import BotoCoreError, ClientError
+    from s3transfer.exceptions import RetriesExceededError
 
     uri = f"{where}{rel}"
     try:
-        return client.get_object(Bucket=where.bucket, Key=where.prefix + rel)["Body"]
+        yield
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
+        if code in ("404", "NotFound") and not _bucket_exists(client, where.bucket):
+            code = "NoSuchBucket"
         if code in ("NoSuchKey", "404", "NotFound"):
             why = "not an artifact, or not published yet" if rel == MANIFEST else f"{where}{MANIFEST} lists it"
             raise ArtifactError(f"{uri} does not exist: {why}") from exc
@@ -244,37 +278,51 @@ def _get_object(client: Any, where: S3Prefix, rel: str) -> Any:
                 f"access denied reading {uri}: the bucket may belong to another account, or "
                 "these credentials lack s3:GetObject on it"
             ) from exc
-        raise ArtifactError(f"cannot read {uri}: {code or exc}") from exc
-    except BotoCoreError as exc:  # no credentials, endpoint unreachable, ...
+        raise ArtifactError(f"cannot read {uri}: {exc}") from exc  # botocore says the code and the retries
+    except RetriesExceededError as exc:  # s3transfer: the body broke off on every attempt
+        raise ArtifactError(f"download of {uri} broke off: {exc.last_exception}") from exc
+    except BotoCoreError as exc:  # no credentials, endpoint unreachable, a body that broke off, ...
         raise ArtifactError(f"cannot read {uri}: {exc}") from exc
 
 
-def _read_object(client: Any, where: S3Prefix, rel: str) -> bytes:
-    from botocore.exceptions import BotoCoreError
+def _bucket_exists(client: Any, bucket: str) -> bool:
+    from botocore.exceptions import ClientError
 
-    body = _get_object(client, where, rel)
     try:
-        return body.read()
-    except BotoCoreError as exc:
-        raise ArtifactError(f"reading {where}{rel} broke off: {exc}") from exc
+        client.head_bucket(Bucket=bucket)
+    except ClientError as exc:
+        return exc.response.get("Error", {}).get("Code", "") not in ("404", "NoSuchBucket", "NotFound")
+    return True
+
+
+def _read_object(client: Any, where: S3Prefix, rel: str) -> bytes:
+    """A small object (the manifest), read whole; a body that breaks off is read again."""
+    buffer = io.BytesIO()
+    with _reading(client, where, rel):
+        client.download_fileobj(where.bucket, where.prefix + rel, buffer, Config=_transfer_config())
+    return buffer.getvalue()
 
 
 def _download_checked(client: Any, where: S3Prefix, rel: str, dest: Path, expected: str) -> None:
-    from botocore.exceptions import BotoCoreError
-
+    """One artifact file, fetched by s3transfer (ranged GETs in parallel for large files, each
+    fetched again when its body breaks off), then checked against the manifest's sha256."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    body = _get_object(client, where, rel)
+    with _reading(client, where, rel):
+        client.download_file(where.bucket, where.prefix + rel, str(dest), Config=_transfer_config())
     digest = hashlib.sha256()
-    try:
-        with open(dest, "wb") as out:
-            for chunk in body.iter_chunks(_CHUNK):
-                digest.update(chunk)
-                out.write(chunk)
-    except BotoCoreError as exc:
-        raise ArtifactError(f"download of {where}{rel} broke off: {exc}") from exc
+    with open(dest, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
     actual = digest.hexdigest()
     if actual != expected:
         raise ArtifactError(
             f"sha256 mismatch for {rel!r} in artifact {where}: {MANIFEST} says {expected}, "
             f"the downloaded file has {actual}"
         )
+
+
+def _transfer_config() -> Any:
+    """s3transfer fetches a body that broke off again, on top of botocore's retries of each request."""
+    from boto3.s3.transfer import TransferConfig
+
+    return TransferConfig(num_download_attempts=5)

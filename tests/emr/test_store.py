@@ -182,3 +182,35 @@ def test_bucket_of_another_account_is_access_denied(aws, tmp_path, monkeypatch) 
     monkeypatch.setenv("MOTO_S3_ALLOW_CROSSACCOUNT_ACCESS", "false")  # read by the in-process server
     with pytest.raises(ArtifactError, match="access denied reading s3://their-models/.*another account"):
         localize(f"s3://their-models/{PREFIX}", tmp_path)
+
+
+def test_an_artifact_downloads_intact_through_throttling_resets_and_cut_bodies(s3, aws, tmp_path, monkeypatch) -> None:
+    """local_aws/s3_faults.py on 30% of the requests: botocore's standard retries absorb 503, 500
+    and dropped connections, s3transfer fetches a body that broke off again, and the retries are
+    counted for the run summary."""
+    from engines import store
+    from local_aws.s3_faults import Rule
+
+    files = {**FILES, "model.onnx": bytes(range(256)) * 40_000}  # 10 MB: s3transfer's ranged, parallel GETs
+    uri = _publish(s3, files=files, manifest=_manifest(files, max_seq_len=128, labels=["different", "duplicate"]))
+    monkeypatch.setitem(store._RETRIES, "max_attempts", 8)  # 30% is six times a bad night's share
+    before = store.s3_retries()
+    with aws.faults.injecting(Rule(0.3), seed=3) as faults:
+        paths = [localize(uri, tmp_path / f"node-{n}") for n in range(4)]  # four nodes, four downloads
+        manifest = open_manifest(uri)
+    assert manifest.task == "pair-classification"
+    assert all((path / "model.onnx").read_bytes() == files["model.onnx"] for path in paths)
+    assert {kind for kind, _ in faults.counts} >= {"slowdown", "internal", "reset", "truncate"}, faults.counts
+    assert 0 < store.s3_retries() - before <= faults.injected()
+
+
+def test_a_key_that_always_fails_is_named_and_nothing_is_cached(s3, aws, tmp_path) -> None:
+    from local_aws.s3_faults import Rule
+
+    uri = _publish(s3)
+    with aws.faults.injecting(Rule(1.0, ("internal",), key=r"/tokenizer\.json$")) as faults, \
+            pytest.raises(ArtifactError, match=r"^cannot read s3://models/minilm-dup/1\.0/tokenizer/tokenizer\.json: "
+                                               r"An error occurred \(500\) when calling the HeadObject operation \(reached max retries: 5\)"):
+        localize(uri, tmp_path)
+    assert faults.injected() == 6  # the first attempt and botocore's 5 retries
+    assert [p for p in tmp_path.iterdir() if p.is_dir()] == []
