@@ -14,7 +14,8 @@ listing makes the check safe on every FileSystem whose listing shows a finished 
 disks, HDFS, S3 since its strong consistency): of two runs that start together, at least the
 second sees the first, and at worst both refuse and a retry goes through. `take_over` (the jobs'
 --take-over-run) deletes live leases too, for a run known to be dead; a run whose lease was taken
-stops its Spark jobs at its next renewal instead of committing (jobs/runner.py).
+cancels its Spark jobs at its next renewal, and `check()`, called before each write and cache
+commit, stops it before it commits anything (jobs/runner.py).
 """
 from __future__ import annotations
 
@@ -88,6 +89,11 @@ class DateLease:
         self._renewer = threading.Thread(target=self._renew, name="date-lease", daemon=True)
         self._renewer.start()
 
+    @property
+    def took_over_ids(self) -> list[str]:
+        """The application ids of the runs whose leases this one took over (a lease is named after its id)."""
+        return [lease.get("application_id") or lease["file"].removesuffix(".json") for lease in self.taken_over]
+
     def check(self) -> None:
         """Raise LeaseLost once another run took the date over: called before each write and
         commit, since cancelling the Spark jobs reaches only those already running."""
@@ -132,7 +138,7 @@ class DateLease:
                  "pid": os.getpid(), "started": self._started, "renewed": _now().isoformat(timespec="milliseconds"),
                  "stale_seconds": self.stale_seconds,
                  # the file name is the application id, also for a lease caught mid-write
-                 "took_over": [lease["file"].removesuffix(".json") for lease in self.taken_over]}
+                 "took_over": self.took_over_ids}
         hadoop_files.write_text(self.spark, self.path, json.dumps(lease, sort_keys=True))
 
     def _delete(self) -> None:

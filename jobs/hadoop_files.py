@@ -42,25 +42,25 @@ def read_text(spark: SparkSession, path: str) -> str:
         stream.close()
 
 
-def list_names(spark: SparkSession, folder: str) -> list[str]:
-    """Names directly under `folder`, skipping hidden ones ('.' and '_' prefixes, as Spark does);
-    [] when the folder does not exist."""
+def _visible(spark: SparkSession, folder: str) -> list:
+    """The FileStatus of each entry directly under `folder`, skipping hidden ones ('.' and '_'
+    prefixes, as Spark does); [] when the folder does not exist."""
     fs, hpath = _fs(spark, folder)
     if not fs.exists(hpath):
         return []
-    names = [status.getPath().getName() for status in fs.listStatus(hpath)]
-    return sorted(n for n in names if not n.startswith((".", "_")))
+    return [status for status in fs.listStatus(hpath) if not status.getPath().getName().startswith((".", "_"))]
+
+
+def list_names(spark: SparkSession, folder: str) -> list[str]:
+    """Names of the files and folders directly under `folder` (`_visible`), sorted."""
+    return sorted(status.getPath().getName() for status in _visible(spark, folder))
 
 
 def modified(spark: SparkSession, folder: str) -> dict[str, float]:
     """Name -> last modification (seconds since the epoch, as the FileSystem keeps it: S3's
-    LastModified, a local file's mtime) of each file directly under `folder`, skipping hidden
-    ones; {} when the folder does not exist."""
-    fs, hpath = _fs(spark, folder)
-    if not fs.exists(hpath):
-        return {}
-    return {status.getPath().getName(): status.getModificationTime() / 1000 for status in fs.listStatus(hpath)
-            if status.isFile() and not status.getPath().getName().startswith((".", "_"))}
+    LastModified, a local file's mtime) of each file directly under `folder` (`_visible`)."""
+    return {status.getPath().getName(): status.getModificationTime() / 1000
+            for status in _visible(spark, folder) if status.isFile()}
 
 
 def exists(spark: SparkSession, path: str) -> bool:
