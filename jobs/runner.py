@@ -17,10 +17,11 @@ from typing import Mapping
 from engines import registry
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
-from engines.store import open_manifest
+from engines.store import open_manifest, s3_retries
 from jobs import console, hadoop_files, partitioning, paths, report, spark_io, stage_resources, summary_text, timeline
 from jobs.cli import JobConfig
 from jobs.date_lease import DateLease
+from jobs.s3_requests import S3Requests
 from jobs.cost import run_cost
 from jobs.progress import Progress, WorkerFailed
 from udfs.device import bind_device
@@ -157,7 +158,7 @@ def dedup_level(cfg: JobConfig, manifest: Manifest, rows: int, tasks: int) -> tu
 
 
 def run(cfg: JobConfig, workload, app_name: str) -> int:
-    t_start = time.time()
+    t_start, boto3_retries = time.time(), s3_retries()
     out_stream = console.attach()
     try:
         manifest = open_model(cfg, workload)
@@ -168,6 +169,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     if cfg.verbose:
         spark.sparkContext.setLogLevel("INFO")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
+    s3 = S3Requests.since(boto3_retries, spark)
     spark_conf = dict(spark.sparkContext.getConf().getAll())
     try:
         # the executors that score: with a stage profile, those of the scoring stage
@@ -192,19 +194,20 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
         lease.acquire()  # before any task runs: no other live run writes this date
     except spark_io.InputError as e:
         return _fail(2, str(e))
-    for held in lease.taken_over:
-        console.say(f"took over run_date={cfg.run_date} from {held.get('application_id', held['file'])}, whose lease "
+    for held, held_by in zip(lease.taken_over, lease.took_over_ids):
+        console.say(f"took over run_date={cfg.run_date} from {held_by}, whose lease "
                     f"was {'live: --take-over-run' if held['was_live'] else 'stale'} (renewed "
                     f"{held['age_seconds']:.0f} s ago)")
     try:
         return _read_and_score(spark, cfg, workload, app_name, manifest, spec, resources, scoring_conf, lease,
-                               t_start, out_stream)
+                               t_start, s3, out_stream)
     finally:
         lease.release()
 
 
 def _read_and_score(spark, cfg: JobConfig, workload, app_name: str, manifest: Manifest, spec: ScorerSpec,
-                    resources, scoring_conf: Mapping[str, str], lease: DateLease, t_start: float, out_stream) -> int:
+                    resources, scoring_conf: Mapping[str, str], lease: DateLease, t_start: float, s3: S3Requests,
+                    out_stream) -> int:
     """The run once it holds its date: read, score, write, summarise; the exit code."""
     try:
         raw = spark_io.read_input(spark, cfg.input, cfg.input_format)
@@ -252,8 +255,8 @@ def _read_and_score(spark, cfg: JobConfig, workload, app_name: str, manifest: Ma
     summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds,
                           fields_absent, samples),
                "scoring_resources": resources.summary(), "partitioning": layout.summary(),
-               "spark_jobs": spark_jobs, "took_over_from": [held.get("application_id", held["file"])
-                                                           for held in lease.taken_over], **extra}
+               "spark_jobs": spark_jobs, "took_over_from": lease.took_over_ids, **extra}
+    summary["s3"] = s3.summary(spark, summary["tasks"])  # after the cache commit in `extra`, before the summary's own write
     failure = _failure(cfg, summary, m)
     summary.update(exit_code=1 if failure else 0, failure=failure)  # the page and schedulers see the verdict too
     hadoop_files.write_text(spark, spark_io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
@@ -420,6 +423,10 @@ def _summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score,
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(:|$)")
 
 
+# `Caused by: org.apache.hadoop.fs.s3a.AWSStatus500Exception: Writing Object on <key>: …`
+_S3A_ERROR = re.compile(r"^Caused by: org\.apache\.hadoop\.fs\.s3a\.(\w+: .*)$", re.M)
+
+
 def _root_cause(e: Exception) -> str:
     text = str(e)
     # A worker's failure arrives wrapped in Java exceptions and stack frames; the Python error
@@ -435,6 +442,9 @@ def _root_cause(e: Exception) -> str:
             lines = [l for l in text.splitlines() if marker in l or "Error:" in l]
             if lines:
                 return lines[-1].strip()[:2000]
+    s3a = _S3A_ERROR.search(text)  # an S3 request that failed through every retry: its operation and key
+    if s3a:
+        return f"S3 request failed after s3a's retries: {s3a.group(1)}"[:2000]
     return spark_io.first_line(e)[:2000]
 
 

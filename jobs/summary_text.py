@@ -44,6 +44,12 @@ def render(summary: dict) -> str:
     elif dedup.get("level") == "run":
         lines.append(f"  distinct  {_n(dedup['units_scored'])} distinct {s['scored_unit']} scored once each for"
                      f" {_n(s['rows_out'])} rows")
+    s3 = s.get("s3") or {}
+    boto3, s3a = s3.get("boto3_retries") or {}, s3.get("s3a_driver_jvm") or {}
+    if any(boto3.values()) or any(s3a.values()):  # jobs/s3_requests.py says what each counts
+        lines.append(f"  s3        boto3 retries: driver {_n(boto3.get('driver'))}, workers {_n(boto3.get('workers'))};"
+                     f" s3a (driver JVM): {_n(s3a.get('requests'))} requests, {_n(s3a.get('throttled'))} throttled,"
+                     f" {_n(s3a.get('retries'))} retried")
     if s.get("cost"):
         lines += [f"  {line}" for line in describe(s["cost"]).splitlines()]
     return "\n".join(lines)

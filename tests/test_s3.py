@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import time
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import pytest
 from jobs.duplicates import main as duplicates
 from jobs.query_intent import main as query_intent
 from local_aws.moto_server import MotoServer
+from local_aws.s3_faults import Rule
 from tests import moto_support
 from tests.jobhelpers import executor_env, pairs_frame, run_job
 from tests.standalone import submit
@@ -54,7 +56,12 @@ def moto(spark):
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     settings = {"fs.s3a.endpoint": server.url, "fs.s3a.access.key": ACCESS_KEY, "fs.s3a.secret.key": SECRET_KEY,
                 "fs.s3a.session.token": SESSION_TOKEN,
-                "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"}
+                "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
+                # Fewer and shorter retries than s3a's defaults (20 SDK attempts backing off to 20 s, then 7
+                # of its own), so that the fault tests below spend seconds, not minutes, on a key that
+                # always fails; 5% of faults are still absorbed.
+                "fs.s3a.attempts.maximum": "3", "fs.s3a.retry.limit": "3", "fs.s3a.retry.interval": "100ms",
+                "fs.s3a.retry.throttle.limit": "5", "fs.s3a.retry.throttle.interval": "100ms"}
     try:
         with pytest.MonkeyPatch.context() as mp, executor_env(spark, **env):
             for key, value in env.items():
@@ -346,3 +353,73 @@ def pyarrow_ids(url: str, path: str) -> list[str]:
     s3fs = fs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, session_token=SESSION_TOKEN,
                            endpoint_override=host, scheme="http", region=moto_support.REGION)
     return ds.dataset(path, filesystem=s3fs, format="parquet").to_table(columns=["pair_id"]).column(0).to_pylist()
+
+
+def cache_entries(spark, cache: str) -> pd.DataFrame:
+    """Every entry the cache's committed batches hold, in a stable order (jobs/result_cache.py)."""
+    df = spark.read.parquet(f"{cache}/digest=*/batches/*").toPandas()
+    return df.sort_values(list(df.columns)[:1], ignore_index=True)
+
+
+@pytest.mark.parametrize("job, model, table, id_column", [
+    (duplicates, "pair_model", lambda: pairs_frame(120, seed=51), "pair_id"),
+    (query_intent, "intent_model", lambda: pd.DataFrame({
+        "query_id": [f"q{i:03d}" for i in range(120)],
+        "query": [f"where is my order {i % 40}" if i % 2 else f"red shoes size {i % 30}" for i in range(120)]}),
+     "query_id"),
+], ids=["duplicates", "query_intent"])
+def test_five_percent_s3_faults_on_every_method_change_nothing_but_the_retry_counts(
+        spark, s3, moto, request, capsys, job, model, table, id_column):
+    """local_aws/s3_faults.py answers 5% of every method's requests with 503 SlowDown, 500, a
+    dropped connection or a cut-off body, for s3a (input, output, cache, lease, summary) and boto3
+    (the s3:// artifact) alike: the run exits 0 with the rows, scores and cache of a run without
+    faults, and its summary counts the retries (jobs/s3_requests.py)."""
+    uri, df = request.getfixturevalue(model), table()
+    name = job.__module__.rsplit(".", 1)[1]
+    source, day = put_table(s3, df, f"faults/{name}/in.parquet"), "2026-10-07"
+
+    def run(tag: str):
+        output, cache = f"s3a://{BUCKET}/faults/{name}/{tag}", f"s3a://{BUCKET}/faults/{name}/{tag}-cache"
+        rc, summary, err = run_job(job, capsys, input=source, output=output, run_date=day,
+                                   **{**s3_flags(uri), "cache": cache})
+        assert rc == 0, err
+        return output, cache, summary
+
+    clean_output, clean_cache, clean = run("clean")
+    with moto.faults.injecting(Rule(0.05), seed=7) as faults:
+        output, cache, summary = run("faulty")
+    assert faults.injected() >= 10 and len({kind for kind, _ in faults.counts}) >= 3, faults.counts
+    rows = assert_run_landed(s3, spark, output, day, summary, df[id_column], id_column)
+    expected = read_date(spark, clean_output, day)
+    pd.testing.assert_frame_equal(rows.drop(columns="scored_at", errors="ignore").sort_values(id_column, ignore_index=True),
+                                  expected.drop(columns="scored_at", errors="ignore").sort_values(id_column, ignore_index=True))
+    pd.testing.assert_frame_equal(cache_entries(spark, cache), cache_entries(spark, clean_cache))
+    s3a, clean_s3a = summary["s3"]["s3a_driver_jvm"], clean["s3"]["s3a_driver_jvm"]
+    assert s3a["requests"] > clean_s3a["requests"]  # the retries, among the same work's requests
+    assert 0 < s3a["throttled"] <= faults.injected("slowdown") and clean_s3a["throttled"] == 0
+    assert summary["s3"]["boto3_retries"]["driver"] <= faults.injected()
+
+
+def test_a_key_that_always_fails_exits_1_naming_it_and_leaves_output_and_cache_as_they_were(
+        spark, s3, moto, pair_model, capsys):
+    """Every PUT under the run's output staging answers 500 (each retry too): the run exits 1 with
+    one line naming the key, and the date and the cache hold what the previous run left."""
+    df = pairs_frame(40, seed=61)
+    source, day = put_table(s3, df, "failing/in.parquet"), "2026-10-08"
+    output, cache = f"s3a://{BUCKET}/failing/out", f"s3a://{BUCKET}/failing/cache"
+    flags = {**s3_flags(pair_model), "cache": cache}
+    rc, _, err = run_job(duplicates, capsys, input=source, output=output, run_date=day, **flags)
+    assert rc == 0, err
+    before_output, before_cache = objects(s3, "failing/out/run_date="), objects(s3, "failing/cache/")
+    again = put_table(s3, pairs_frame(40, seed=62).assign(pair_id=lambda d: "v2-" + d.pair_id), "failing/in2.parquet")
+    with moto.faults.injecting(Rule(1.0, ("internal",), methods=frozenset({"PUT"}),
+                                    key=r"/failing/out/\.spark-staging-[^/]+/.*part-")) as faults:
+        rc, summary, err = run_job(duplicates, capsys, input=again, output=output, run_date=day, **flags)
+    assert rc == 1 and summary is None, err
+    line = err.strip().splitlines()[-1]
+    assert re.fullmatch(r"error: scoring failed: S3 request failed after s3a's retries: AWSStatus500Exception: Writing "
+                        r"Object on failing/out/\.spark-staging-[^:]*/part-[^:]*\.parquet: .*internal error.*", line), err
+    assert faults.injected() >= 4  # s3a's SDK attempts and its own retries, for one part file at least
+    assert objects(s3, "failing/out/run_date=") == before_output
+    assert {k: v for k, v in objects(s3, "failing/cache/").items() if not k.endswith("/")} == \
+        {k: v for k, v in before_cache.items() if not k.endswith("/")}  # s3a's empty-folder markers come and go

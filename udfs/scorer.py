@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from engines import imds
 from engines.errors import EngineUnavailableError, TargetMismatchError
+from engines.store import s3_retries
 from udfs import faults
 from udfs.engine_cache import WORKER_CACHE
 from udfs.device import bind_device, task_cpus, task_resources
@@ -106,6 +107,7 @@ class Scorer:
         ctx = TaskContext.get()
         partition, attempt = (ctx.partitionId(), ctx.attemptNumber()) if ctx else (None, None)
         progress = ProgressReporter(spec.progress, partition, attempt)
+        retries_before = s3_retries()
         try:
             with relayed(progress):  # what loading says goes above a local driver's progress bar
                 runtime, loaded = WORKER_CACHE.get_or_load(
@@ -121,6 +123,7 @@ class Scorer:
             "host": socket.gethostname(), "pid": os.getpid(), "device": str(device),
             "resources": resources, "partition": partition, "attempt": attempt,
             "loaded": loaded,  # whether this task loaded the engine (once per worker and device)
+            "s3_retries": s3_retries() - retries_before,  # boto3's, reading an s3:// artifact (engines/store.py)
             "instance_type": imds.this_host(),
             # how this worker tokenizes single texts (udfs/flash_route.py); pairs always go to tokenizers
             **({"single_texts": runtime.encoder.single_route} if runtime.manifest.task in SINGLE_TEXT_TASKS else {}),
