@@ -134,19 +134,20 @@ class ResultCache:
         batch = f"{self.folder}/batches/{run_id}"
         added = 0
         if scored is not None:
+            faults.at_driver_step(faults.CACHE_BATCH_WRITE, self.spark.sparkContext.applicationId)
             new.write.mode("errorifexists").parquet(batch)
             added = self.spark.read.parquet(batch).count()
         used = 0
         if used_keys is not None:
             used_keys.select("_key").withColumn("used", F.lit(run_date)).write.parquet(f"{self.folder}/_used/{run_id}")
             used = 1
-        faults.at_driver_step(1)
+        faults.at_driver_step(faults.CACHE_ENTRIES_WRITTEN)
         hadoop_files.publish_text(self.spark, f"{self.folder}/_commits/{run_id}.json", json.dumps({
             "batch": run_id, "task": self.task, "format": VALUE_FORMAT, "run_date": run_date, "entries": added,
             "used_log": bool(used),
             "bytes": hadoop_files.size_bytes(self.spark, batch) if added else 0,
             "committed": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}, sort_keys=True))
-        faults.at_driver_step(2)
+        faults.at_driver_step(faults.CACHE_MARKER_PUBLISHED)
         return added
 
     # -- maintenance -------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from jobs.date_lease import DateLease
 from jobs.s3_requests import S3Requests
 from jobs.cost import run_cost
 from jobs.progress import Progress, WorkerFailed
+from udfs import faults
 from udfs.device import bind_device
 from udfs.runtime import ScorerSpec
 from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
@@ -335,6 +336,7 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in
         plan = DistinctPlan(df, workload, manifest, spec.max_seq_len, partitions, cache)
         try:
             counts = plan.count()
+            faults.at_driver_step(faults.UNITS_PERSISTED, spark.sparkContext.applicationId)
             unit = PROGRESS_UNIT[manifest.task]
             console.say(f"{start}; {counts.distinct:,} distinct {unit}"
                         + (f", {counts.cached:,} of them in the cache" if cache else ""))

@@ -49,8 +49,11 @@ def pairs(tmp_path_factory):
 
 
 def run_job(cluster, model, pairs, out, resource: str, name: str, fault: str | None = None, fault_dir=None,
-            watch=None):
+            watch=None, args: tuple = ()):
+    """spark-submit the duplicates job; `fault` goes to the executors and to the driver (its
+    `kill_executor_at` steps), each firing once, marked in `fault_dir`."""
     path, _ = pairs
+    env = None
     conf = {
         f"spark.executor.resource.{resource}.amount": "1",
         f"spark.task.resource.{resource}.amount": "1",
@@ -62,10 +65,11 @@ def run_job(cluster, model, pairs, out, resource: str, name: str, fault: str | N
     if fault:
         conf["spark.executorEnv.ACCEL_SCORING_FAULT"] = fault
         conf["spark.executorEnv.ACCEL_SCORING_FAULT_ONCE_DIR"] = str(fault_dir)  # markers: each fault fires once
+        env = {"ACCEL_SCORING_FAULT": fault, "ACCEL_SCORING_FAULT_ONCE_DIR": str(fault_dir)}
     result = cluster.submit("jobs/duplicates.py", [
         "--input", path, "--output", out, "--model", model, "--run-date", RUN_DATE,
-        "--num-partitions", PARTITIONS, "--arrow-batch-rows", 200, "--batch-tokens", 4096,
-    ], conf=conf, name=name, on_start=watch)
+        "--num-partitions", PARTITIONS, "--arrow-batch-rows", 200, "--batch-tokens", 4096, *args,
+    ], conf=conf, env=env, name=name, on_start=watch)
     print(f"{name}: rc={result.rc} in {result.seconds:.1f}s")
     assert result.rc == 0 and result.summary, (
         f"{name} exited {result.rc}\n--- driver ---\n{result.stderr[-6000:]}\n{cluster.describe_logs(20)}")
@@ -163,3 +167,41 @@ def first_attempt_failures(driver_log: str) -> dict[int, str]:
     for m in re.finditer(pattern, driver_log, re.S):
         lost.setdefault(int(m.group(1)), m.group(2))
     return lost
+
+
+def cache_entries(cache) -> pd.DataFrame:
+    """The entries of the cache's committed batches (jobs/result_cache.py), by key."""
+    batches = sorted(cache.glob("digest=*/batches/*/*.parquet"))
+    return pd.concat([pd.read_parquet(b) for b in batches]).set_index("_key").sort_index()
+
+
+def test_executors_lost_in_the_run_level_plan_and_the_cache_commit_lose_and_double_nothing(
+        cluster, model, pairs, tmp_path_factory):
+    """With --cache (the run-level plan, jobs/distinct_plan.py) on `gpu` addresses, three executor
+    JVMs SIGKILLed in one run: one once the keyed rows and distinct pairs are persisted on the
+    executors' disks (before scoring), one mid-task while scoring the distinct pairs, one as the
+    cache's new batch is written (after the output commit). The run exits 0 with every row once,
+    the output and cache entries of a run without faults, each key once in the cache, and a rerun
+    is served entirely from it."""
+    tmp = tmp_path_factory.mktemp("run-level")
+    fired = tmp / "fired"
+    fired.mkdir()
+    steps = "kill_executor_at:3,kill_executor:2,kill_executor_at:4"  # udfs/faults.py: DRIVER_STEPS
+    clean = run_job(cluster, model, pairs, tmp / "clean-out", "gpu", "cached-clean",
+                    args=("--cache", tmp / "clean-cache"))
+    faulty = run_job(cluster, model, pairs, tmp / "out", "gpu", "cached-faults", fault=steps, fault_dir=fired,
+                     args=("--cache", tmp / "cache"))
+    assert sorted(p.name for p in fired.iterdir()) == ["kill_executor-2", "kill_executor_at-3", "kill_executor_at-4"]
+    assert faulty.stderr.count("Lost executor") >= 3, faulty.stderr[-4000:]
+    res = assert_once_each(faulty, pairs[1], tmp / "out")
+    pd.testing.assert_frame_equal(res, read_partition(tmp / "clean-out", RUN_DATE).set_index("pair_id").sort_index())
+    entries = cache_entries(tmp / "cache")
+    assert entries.index.is_unique and len(entries) == faulty.summary["cache"]["entries_added"]
+    pd.testing.assert_frame_equal(entries.drop(columns="last_used"),
+                                  cache_entries(tmp / "clean-cache").drop(columns="last_used"))
+    rerun = run_job(cluster, model, pairs, tmp / "rerun-out", "gpu", "cached-rerun", args=("--cache", tmp / "cache"))
+    assert rerun.summary["cache"]["hits"] == len(pairs[1]) and rerun.summary["cache"]["texts_encoded"] == 0
+    assert rerun.summary["engine_loads"] == 0
+    pd.testing.assert_frame_equal(assert_once_each(rerun, pairs[1], tmp / "rerun-out"), res)
+    print(f"run-level plan: executors killed at {steps}; rows lost 0, doubled 0; "
+          f"{len(entries)} cache entries; clean {clean.seconds:.0f} s, faults {faulty.seconds:.0f} s")

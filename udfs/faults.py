@@ -17,9 +17,11 @@ out of memory, for any device batch of more than `oom_rows:<rows>` rows or more 
 `oom_tokens:<tokens>` padded tokens; `slow_ms:<ms>` makes every device batch take that much
 longer, like a real model on a real device (the live-progress test needs time to watch).
 
-A driver fault, `kill_driver:<step>`, SIGKILLs the driver at a numbered step of committing the
-result cache (jobs/result_cache.py: 1 once the new entries are written, 2 once their marker is
-published), where a killed run must leave the cache whole.
+Driver faults fire at a numbered step of the run-level plan (`DRIVER_STEPS`), once per run (and,
+with ACCEL_SCORING_FAULT_ONCE_DIR, once per folder, marked `<kind>-<step>`):
+- `kill_driver:<step>`: SIGKILL the driver, where a killed run must leave the cache whole;
+- `kill_executor_at:<step>`: SIGKILL one executor JVM of this application on this host (the test
+  cluster's), where the run must lose the executor's persisted blocks, not rows.
 
 The reliability tests use them to prove that retries neither lose nor double rows and that an
 oversized batch is split instead of crashing the worker. Set it through
@@ -37,7 +39,13 @@ ENV = "ACCEL_SCORING_FAULT"
 ONCE_DIR_ENV = "ACCEL_SCORING_FAULT_ONCE_DIR"
 TASK_FAULTS = ("raise_once", "kill_worker", "kill_executor", "stall")
 CAPACITY_FAULTS = ("oom_rows", "oom_tokens", "slow_ms")
-DRIVER_FAULTS = ("kill_driver",)
+DRIVER_FAULTS = ("kill_driver", "kill_executor_at")
+# The driver's steps: jobs/result_cache.py's commit (1, 2, 4) and jobs/runner.py's run-level plan (3).
+CACHE_ENTRIES_WRITTEN, CACHE_MARKER_PUBLISHED, UNITS_PERSISTED, CACHE_BATCH_WRITE = 1, 2, 3, 4
+DRIVER_STEPS = {CACHE_ENTRIES_WRITTEN: "the cache's new entries are written",
+                CACHE_MARKER_PUBLISHED: "their marker is published",
+                UNITS_PERSISTED: "the keyed rows and distinct units are persisted on the executors' disks",
+                CACHE_BATCH_WRITE: "the cache's new batch is about to be written"}
 
 
 def parse(spec: str | None) -> list[tuple[str, int]]:
@@ -71,20 +79,44 @@ def maybe_inject(ctx) -> None:
             time.sleep(600)
 
 
-def at_driver_step(step: int) -> None:
-    """SIGKILL the driver here if `kill_driver:<step>` is set (test-only)."""
-    if ("kill_driver", step) in parse(os.environ.get(ENV)):
-        os.kill(os.getpid(), signal.SIGKILL)
+def at_driver_step(step: int, app_id: str | None = None) -> None:
+    """Fire the driver fault set for `step`, if any (test-only)."""
+    for kind, at in parse(os.environ.get(ENV)):
+        if kind not in DRIVER_FAULTS or at != step or not _first_time_here(kind, step):
+            continue
+        if kind == "kill_driver":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if kind == "kill_executor_at" and app_id:
+            os.kill(_an_executor_jvm_pid(app_id), signal.SIGKILL)
+
+
+def _first_time_here(kind: str, step: int) -> bool:
+    folder = os.environ.get(ONCE_DIR_ENV)
+    if not folder:
+        return True
+    try:
+        os.close(os.open(os.path.join(folder, f"{kind}-{step}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def _an_executor_jvm_pid(app_id: str) -> int:
+    """The lowest pid among this application's executor JVMs on this host."""
+    for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:  # gone meanwhile
+            continue
+        if b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in args and app_id.encode() in args:
+            return pid
+    raise RuntimeError(f"no executor JVM of {app_id} on this host")
 
 
 def _first_time(ctx, kind: str, partition: int) -> bool:
-    folder = os.environ.get(ONCE_DIR_ENV)
-    if folder:
-        try:
-            os.close(os.open(os.path.join(folder, f"{kind}-{partition}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            return False
-        return True
+    if os.environ.get(ONCE_DIR_ENV):
+        return _first_time_here(kind, partition)
     stage_attempt = getattr(ctx, "stageAttemptNumber", None)  # PySpark 3.5's TaskContext lacks it
     return ctx.attemptNumber() == 0 and (stage_attempt is None or stage_attempt() == 0)
 
