@@ -17,8 +17,8 @@ from typing import Any, Callable, Mapping, Sequence
 from emr import layout as L
 from emr.bootstrap_env import ACTION_NAME, VENV, BootstrapEnv
 from emr.errors import EmrError, explain_client_error
-from emr.profiles import (PLAN_CACHE_DIR, CpuNode, GpuProfile, get_cpu_node, gpu_configurations,
-                          stage_level_configurations)
+from emr.profiles import (PLAN_CACHE_DIR, SPOT_DECOMMISSION, CpuNode, GpuProfile, get_cpu_node,
+                          gpu_configurations, stage_level_configurations)
 from emr.releases import DEFAULT, ReleaseLine, require_line
 from emr.stacks import GPU
 from emr.steps import STEP_ACTIVE_STATES
@@ -217,6 +217,9 @@ def build_run_job_flow_request(
     """
     line = _check(settings)
     extra_spark = dict(settings.extra_spark_defaults)
+    if settings.spot_task_count:  # a reclaimed Spot node's executors hand their blocks over as they go
+        for key, value in SPOT_DECOMMISSION.items():
+            extra_spark.setdefault(key, value)
     if settings.python_env == "bootstrap":
         extra_spark.setdefault("spark.pyspark.python", f"{VENV}/bin/python")
         extra_spark.setdefault("spark.pyspark.driver.python", f"{VENV}/bin/python")

@@ -215,6 +215,16 @@ def _gpu_node_yarn_site(profile: GpuProfile) -> dict[str, str]:
     }
 
 
+# What Spot task nodes' executors need to leave gracefully when their node is decommissioned:
+# take no more tasks, move their persisted (DISK_ONLY) blocks and shuffle files to the executors
+# that stay, then exit. Spark's settings, off by default (source: the EMR on EKS best practices
+# guide, "Node Decommission", https://aws.github.io/aws-emr-containers-best-practices/, read
+# 2026-12-04); tests/test_cluster.py decommissions a standalone worker with them.
+SPOT_DECOMMISSION = {"spark.decommission.enabled": "true", "spark.storage.decommission.enabled": "true",
+                     "spark.storage.decommission.rddBlocks.enabled": "true",
+                     "spark.storage.decommission.shuffleBlocks.enabled": "true"}
+
+
 def _cluster_yarn_site(max_allocation_mb: int, am_on_core: bool) -> dict[str, str]:
     """The ResourceManager's side: the GPU resource type, the largest container, node labels.
 

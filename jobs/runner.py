@@ -21,6 +21,7 @@ from engines.store import open_manifest, s3_retries
 from jobs import console, hadoop_files, partitioning, paths, report, spark_io, stage_resources, summary_text, timeline
 from jobs.cli import JobConfig
 from jobs.date_lease import DateLease
+from jobs.executor_losses import left_since
 from jobs.s3_requests import S3Requests
 from jobs.cost import run_cost
 from jobs.progress import Progress, WorkerFailed
@@ -257,6 +258,7 @@ def _read_and_score(spark, cfg: JobConfig, workload, app_name: str, manifest: Ma
                           fields_absent, samples),
                "scoring_resources": resources.summary(), "partitioning": layout.summary(),
                "spark_jobs": spark_jobs, "took_over_from": lease.took_over_ids, **extra}
+    summary["executors_left"] = left_since(spark, t_start)  # Spot reclaims, decommissions, kills
     summary["s3"] = s3.summary(spark, summary["tasks"])  # after the cache commit in `extra`, before the summary's own write
     failure = _failure(cfg, summary, m)
     summary.update(exit_code=1 if failure else 0, failure=failure)  # the page and schedulers see the verdict too

@@ -44,6 +44,11 @@ def render(summary: dict) -> str:
     elif dedup.get("level") == "run":
         lines.append(f"  distinct  {_n(dedup['units_scored'])} distinct {s['scored_unit']} scored once each for"
                      f" {_n(s['rows_out'])} rows")
+    left = s.get("executors_left") or []
+    if left:
+        lines.append(f"  executors {len(left)} left during the run: " + "; ".join(
+            f"{e['id']} on {e['host']} ({'decommissioned' if e['decommissioned'] else 'lost'}"
+            f"{': ' + e['reason'] if e['reason'] else ''})" for e in left))
     s3 = s.get("s3") or {}
     boto3, s3a = s3.get("boto3_retries") or {}, s3.get("s3a_driver_jvm") or {}
     if any(boto3.values()) or any(s3a.values()):  # jobs/s3_requests.py says what each counts

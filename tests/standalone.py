@@ -68,7 +68,8 @@ class StandaloneCluster:
     """
 
     def __init__(self, root: Path, resources: dict[str, list[list[str]]] | None = None, *, workers: int = 2,
-                 cores: int | list[int] = 1, memory: str = "1g", start_timeout: float = 90.0):
+                 cores: int | list[int] = 1, memory: str = "1g", start_timeout: float = 90.0,
+                 worker_conf: dict[str, str] | None = None):
         self.root = Path(root)
         self.resources = resources or {}
         counts = {len(per_worker) for per_worker in self.resources.values()}
@@ -79,6 +80,7 @@ class StandaloneCluster:
         if len(self.cores) != self.workers:
             raise ValueError(f"{len(self.cores)} core counts for {self.workers} workers")
         self.memory, self.start_timeout = memory, start_timeout
+        self.worker_conf = worker_conf or {}
         self.master_url: str | None = None
         self._procs: list[tuple[str, subprocess.Popen, Path]] = []
 
@@ -108,7 +110,7 @@ class StandaloneCluster:
     def _start_worker(self, i: int) -> Path:
         home = self.root / f"worker-{i}"
         home.mkdir(parents=True, exist_ok=True)
-        opts = []
+        opts = [f"-D{key}={value}" for key, value in self.worker_conf.items()]
         for name, per_worker in self.resources.items():
             if not per_worker[i]:  # a worker without this resource advertises nothing
                 continue
@@ -156,11 +158,21 @@ class StandaloneCluster:
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILLed above
                 pass
 
+    def decommission_worker(self, i: int) -> None:
+        """SIGPWR to worker i, as a Spot interruption notice handler sends it: with
+        `spark.decommission.enabled` in its `worker_conf`, the worker stops taking executors and
+        decommissions its executors, which migrate their blocks and leave."""
+        workers = [p for name, p, _ in self._procs if name.startswith("worker-")]
+        os.kill(workers[i].pid, signal.SIGPWR)  # spark-class execs the JVM: this pid is the worker's
+
     # -- inspection ---------------------------------------------------------------------------
     def pids(self) -> list[int]:
         """Every live process of the cluster: daemons, executors, Python daemons and workers."""
         roots = [p.pid for _, p, _ in self._procs if p.poll() is None]
         return roots + [d for r in roots for d in descendants(r)]
+
+    def worker_log(self, i: int) -> str:
+        return next(log for name, _, log in self._procs if name == f"worker-{i}").read_text(errors="replace")
 
     def logs(self) -> list[Path]:
         return sorted(p for p in self.root.rglob("*") if p.is_file() and (p.suffix == ".log" or p.name in ("stderr", "stdout")))

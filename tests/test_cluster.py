@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from emr.profiles import SPOT_DECOMMISSION
 from tests.jobhelpers import pairs_parquet, read_partition
 from tests.standalone import StandaloneCluster, alive, descendants, listening_addresses
 
@@ -49,7 +50,7 @@ def pairs(tmp_path_factory):
 
 
 def run_job(cluster, model, pairs, out, resource: str, name: str, fault: str | None = None, fault_dir=None,
-            watch=None, args: tuple = ()):
+            watch=None, args: tuple = (), more_conf: dict | None = None):
     """spark-submit the duplicates job; `fault` goes to the executors and to the driver (its
     `kill_executor_at` steps), each firing once, marked in `fault_dir`."""
     path, _ = pairs
@@ -61,6 +62,7 @@ def run_job(cluster, model, pairs, out, resource: str, name: str, fault: str | N
         "spark.scheduler.minRegisteredResourcesRatio": "1.0",
         "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
         "spark.task.maxFailures": "4",
+        **(more_conf or {}),
     }
     if fault:
         conf["spark.executorEnv.ACCEL_SCORING_FAULT"] = fault
@@ -205,3 +207,44 @@ def test_executors_lost_in_the_run_level_plan_and_the_cache_commit_lose_and_doub
     pd.testing.assert_frame_equal(assert_once_each(rerun, pairs[1], tmp / "rerun-out"), res)
     print(f"run-level plan: executors killed at {steps}; rows lost 0, doubled 0; "
           f"{len(entries)} cache entries; clean {clean.seconds:.0f} s, faults {faulty.seconds:.0f} s")
+
+
+def test_a_worker_decommissioned_mid_scoring_leaves_every_row_once(model, pairs, clean_gpu_run, tmp_path_factory):
+    """A cluster of its own (a decommissioned worker takes no more executors): mid-scoring of the
+    run-level plan (`--dedup run`, whose keyed rows and distinct pairs are persisted on the
+    executors' disks), worker 0 gets SIGPWR, as a Spot interruption handler sends it. Its executor
+    is decommissioned and migrates its persisted blocks to the other executor; the run finishes
+    with every row once, scored as the clean run, and the summary names the executor that left."""
+    root = tmp_path_factory.mktemp("decommission")
+    fired = root / "fired"
+    fired.mkdir()
+    with StandaloneCluster(root / "cluster", resources={"gpu": ADDRESSES}, cores=1, memory="1g",
+                           worker_conf={"spark.decommission.enabled": "true"}) as cluster:
+        def decommission_once_scoring(proc):
+            log = root / "cluster" / "decommissioned.log"  # the driver's stderr (tests/standalone.py submit)
+            deadline = time.monotonic() + 240
+            while proc.poll() is None and time.monotonic() < deadline:
+                if "distinct pairs" in log.read_text(errors="replace"):  # the start line: the units are persisted
+                    time.sleep(2.0)
+                    cluster.decommission_worker(0)
+                    return
+                time.sleep(0.2)
+            raise AssertionError(f"the run never started scoring (driver exit {proc.poll()})")
+
+        result = run_job(cluster, model, pairs, root / "out", "gpu", "decommissioned", fault="slow_ms:150",
+                         fault_dir=fired, watch=decommission_once_scoring, args=("--dedup", "run"),
+                         more_conf=SPOT_DECOMMISSION)  # what emr/ sets with Spot task nodes
+        worker_log = cluster.worker_log(0)
+        executor_logs = {p: p.read_text(errors="replace") for p in (root / "cluster").rglob("stderr")}
+    res = assert_once_each(result, pairs[1], root / "out")
+    clean = read_partition(clean_gpu_run[1], RUN_DATE).set_index("pair_id").sort_index()
+    np.testing.assert_allclose(res.score.to_numpy(), clean.score.to_numpy(), rtol=0, atol=1e-6)
+    assert (res.is_duplicate == clean.is_duplicate).all()
+    (left,) = result.summary["executors_left"]  # worker 0's one executor
+    assert left["decommissioned"] and left["host"] == "127.0.0.1", left
+    assert "executors 1 left during the run: " in result.stderr and "(decommissioned" in result.stderr
+    assert "Decommission worker" in worker_log, worker_log[-3000:]
+    (decommissioned,) = [text for text in executor_logs.values() if "Decommission executor" in text]
+    migrated = re.findall(r"Block (rdd_\d+_\d+) migrated successfully", decommissioned)
+    assert migrated, decommissioned[-3000:]  # its persisted blocks moved to the other executor
+    print(f"decommissioned: {left}; blocks migrated: {migrated}; run {result.seconds:.0f} s")

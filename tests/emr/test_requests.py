@@ -7,6 +7,7 @@ import pytest
 from emr import layout as L
 from emr.bootstrap_env import BootstrapEnv
 from emr.cluster import ClusterSettings, build_run_job_flow_request
+from emr.profiles import SPOT_DECOMMISSION
 from emr.eks import EksSettings, build_start_job_run_request
 from emr.errors import EmrError
 from emr.profiles import PROFILES, fits_on_node, get_profile
@@ -122,6 +123,7 @@ def test_fleet_spreads_core_over_types_and_subnets_with_spot_tasks_and_the_am_on
     assert yarn["yarn.node-labels.enabled"] == "true"
     assert yarn["yarn.node-labels.am.default-node-label-expression"] == "CORE"
     assert _conf_of(request, "spark-defaults")["spark.executor.instances"] == "5"  # 2 core + 3 Spot GPUs
+    assert SPOT_DECOMMISSION.items() <= _conf_of(request, "spark-defaults").items()  # Spot executors migrate blocks
 
 
 def test_fleet_without_spot_has_no_task_fleet() -> None:
