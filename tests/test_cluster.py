@@ -178,35 +178,33 @@ def cache_entries(cache) -> pd.DataFrame:
 
 
 def test_executors_lost_in_the_run_level_plan_and_the_cache_commit_lose_and_double_nothing(
-        cluster, model, pairs, tmp_path_factory):
+        cluster, model, pairs, clean_gpu_run, tmp_path_factory):
     """With --cache (the run-level plan, jobs/distinct_plan.py) on `gpu` addresses, three executor
     JVMs SIGKILLed in one run: one once the keyed rows and distinct pairs are persisted on the
     executors' disks (before scoring), one mid-task while scoring the distinct pairs, one as the
     cache's new batch is written (after the output commit). The run exits 0 with every row once,
-    the output and cache entries of a run without faults, each key once in the cache, and a rerun
-    is served entirely from it."""
+    scored as the clean run; the cache holds each key once, and a rerun served entirely from it
+    writes the same rows."""
     tmp = tmp_path_factory.mktemp("run-level")
     fired = tmp / "fired"
     fired.mkdir()
     steps = "kill_executor_at:3,kill_executor:2,kill_executor_at:4"  # udfs/faults.py: DRIVER_STEPS
-    clean = run_job(cluster, model, pairs, tmp / "clean-out", "gpu", "cached-clean",
-                    args=("--cache", tmp / "clean-cache"))
     faulty = run_job(cluster, model, pairs, tmp / "out", "gpu", "cached-faults", fault=steps, fault_dir=fired,
                      args=("--cache", tmp / "cache"))
     assert sorted(p.name for p in fired.iterdir()) == ["kill_executor-2", "kill_executor_at-3", "kill_executor_at-4"]
     assert faulty.stderr.count("Lost executor") >= 3, faulty.stderr[-4000:]
     res = assert_once_each(faulty, pairs[1], tmp / "out")
-    pd.testing.assert_frame_equal(res, read_partition(tmp / "clean-out", RUN_DATE).set_index("pair_id").sort_index())
+    clean = read_partition(clean_gpu_run[1], RUN_DATE).set_index("pair_id").sort_index()
+    np.testing.assert_allclose(res.score.to_numpy(), clean.score.to_numpy(), rtol=0, atol=1e-6)  # another plan
+    assert (res.is_duplicate == clean.is_duplicate).all()
     entries = cache_entries(tmp / "cache")
-    assert entries.index.is_unique and len(entries) == faulty.summary["cache"]["entries_added"]
-    pd.testing.assert_frame_equal(entries.drop(columns="last_used"),
-                                  cache_entries(tmp / "clean-cache").drop(columns="last_used"))
+    assert entries.index.is_unique and len(entries) == faulty.summary["cache"]["entries_added"] == len(pairs[1])
     rerun = run_job(cluster, model, pairs, tmp / "rerun-out", "gpu", "cached-rerun", args=("--cache", tmp / "cache"))
     assert rerun.summary["cache"]["hits"] == len(pairs[1]) and rerun.summary["cache"]["texts_encoded"] == 0
     assert rerun.summary["engine_loads"] == 0
-    pd.testing.assert_frame_equal(assert_once_each(rerun, pairs[1], tmp / "rerun-out"), res)
+    pd.testing.assert_frame_equal(assert_once_each(rerun, pairs[1], tmp / "rerun-out"), res)  # the cache is whole
     print(f"run-level plan: executors killed at {steps}; rows lost 0, doubled 0; "
-          f"{len(entries)} cache entries; clean {clean.seconds:.0f} s, faults {faulty.seconds:.0f} s")
+          f"{len(entries)} cache entries; faults {faulty.seconds:.0f} s, rerun {rerun.seconds:.0f} s")
 
 
 def test_a_worker_decommissioned_mid_scoring_leaves_every_row_once(model, pairs, clean_gpu_run, tmp_path_factory):
@@ -231,7 +229,7 @@ def test_a_worker_decommissioned_mid_scoring_leaves_every_row_once(model, pairs,
                 time.sleep(0.2)
             raise AssertionError(f"the run never started scoring (driver exit {proc.poll()})")
 
-        result = run_job(cluster, model, pairs, root / "out", "gpu", "decommissioned", fault="slow_ms:150",
+        result = run_job(cluster, model, pairs, root / "out", "gpu", "decommissioned", fault="slow_ms:100",
                          fault_dir=fired, watch=decommission_once_scoring, args=("--dedup", "run"),
                          more_conf=SPOT_DECOMMISSION)  # what emr/ sets with Spot task nodes
         worker_log = cluster.worker_log(0)

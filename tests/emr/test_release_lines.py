@@ -3,7 +3,8 @@ the stage-level fleet layout, and EMR 7's requests byte for byte as recorded.
 
 ``assets/emr7-requests.json`` was written by the request builders before the EMR 8 work and
 rewritten on purpose since (the staged GPU discovery script and the driver check, the EMR 7 on
-EKS label), so any other change to what an EMR 7 user sends shows up here.
+EKS label, Spark's decommission settings with Spot task nodes), so any other change to what an
+EMR 7 user sends shows up here.
 """
 
 from __future__ import annotations
