@@ -188,7 +188,7 @@ def test_executors_lost_in_the_run_level_plan_and_the_cache_commit_lose_and_doub
     tmp = tmp_path_factory.mktemp("run-level")
     fired = tmp / "fired"
     fired.mkdir()
-    steps = "kill_executor_at:3,kill_executor:2,kill_executor_at:4"  # udfs/faults.py: DRIVER_STEPS
+    steps = "kill_executor_at:3,kill_executor:2,kill_executor_at:4"  # udfs/faults.py: the driver steps
     faulty = run_job(cluster, model, pairs, tmp / "out", "gpu", "cached-faults", fault=steps, fault_dir=fired,
                      args=("--cache", tmp / "cache"))
     assert sorted(p.name for p in fired.iterdir()) == ["kill_executor-2", "kill_executor_at-3", "kill_executor_at-4"]

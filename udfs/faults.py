@@ -17,8 +17,8 @@ out of memory, for any device batch of more than `oom_rows:<rows>` rows or more 
 `oom_tokens:<tokens>` padded tokens; `slow_ms:<ms>` makes every device batch take that much
 longer, like a real model on a real device (the live-progress test needs time to watch).
 
-Driver faults fire at a numbered step of the run-level plan (`DRIVER_STEPS`), once per run (and,
-with ACCEL_SCORING_FAULT_ONCE_DIR, once per folder, marked `<kind>-<step>`):
+Driver faults fire at a numbered step of the run-level plan (the step constants below), once per
+run (and, with ACCEL_SCORING_FAULT_ONCE_DIR, once per folder, marked `<kind>-<step>`):
 - `kill_driver:<step>`: SIGKILL the driver, where a killed run must leave the cache whole;
 - `kill_executor_at:<step>`: SIGKILL one executor JVM of this application on this host (the test
   cluster's), where the run must lose the executor's persisted blocks, not rows.
@@ -40,12 +40,11 @@ ONCE_DIR_ENV = "ACCEL_SCORING_FAULT_ONCE_DIR"
 TASK_FAULTS = ("raise_once", "kill_worker", "kill_executor", "stall")
 CAPACITY_FAULTS = ("oom_rows", "oom_tokens", "slow_ms")
 DRIVER_FAULTS = ("kill_driver", "kill_executor_at")
-# The driver's steps: jobs/result_cache.py's commit (1, 2, 4) and jobs/runner.py's run-level plan (3).
-CACHE_ENTRIES_WRITTEN, CACHE_MARKER_PUBLISHED, UNITS_PERSISTED, CACHE_BATCH_WRITE = 1, 2, 3, 4
-DRIVER_STEPS = {CACHE_ENTRIES_WRITTEN: "the cache's new entries are written",
-                CACHE_MARKER_PUBLISHED: "their marker is published",
-                UNITS_PERSISTED: "the keyed rows and distinct units are persisted on the executors' disks",
-                CACHE_BATCH_WRITE: "the cache's new batch is about to be written"}
+# The driver's steps, where `at_driver_step` is called:
+CACHE_ENTRIES_WRITTEN = 1  # jobs/result_cache.py: the cache's new entries are written
+CACHE_MARKER_PUBLISHED = 2  # jobs/result_cache.py: their marker is published
+UNITS_PERSISTED = 3  # jobs/runner.py: the keyed rows and distinct units are on the executors' disks
+CACHE_BATCH_WRITE = 4  # jobs/result_cache.py: the cache's new batch is about to be written
 
 
 def parse(spec: str | None) -> list[tuple[str, int]]:
