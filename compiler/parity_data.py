@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from engines.tasks import task as task_of
 from jobs.cli import format_from_path
 from udfs.validate import first_problem, text_problems
 from udfs.workloads import Duplicates, QueryIntent
@@ -38,8 +39,9 @@ def _scorable(*sides: pd.Series) -> np.ndarray:
 
 
 def rows_from(frame: pd.DataFrame, task: str, fields: tuple[str, ...] = Duplicates.fields) -> list:
-    """(left, right) pairs for the pair tasks, texts for text-classification."""
-    if task == "text-classification":
+    """The rows the task's score gate judges (engines/tasks.py `gate_rows`): (left, right) pairs, or
+    texts."""
+    if task_of(task).gate_rows == "texts":
         column = "text" if "text" in frame else QueryIntent.query_column
         if column not in frame:
             raise ValueError(f"needs the intent job's {column!r} column (or 'text') for a {task} artifact; "

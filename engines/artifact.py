@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from engines.errors import ArtifactError
+from engines.tasks import TASKS, task as task_of
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-TASKS = ("pair-classification", "text-classification", "embedding")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Manifest:
     def __post_init__(self) -> None:
         if self.task not in TASKS:
             raise ArtifactError(f"manifest task {self.task!r} is not one of {TASKS}")
-        if self.task != "embedding" and not self.labels:
+        if task_of(self.task).output == "logits" and not self.labels:
             raise ArtifactError(f"a {self.task} artifact needs labels; the manifest has none")
         if self.max_seq_len < 8:
             raise ArtifactError(f"max_seq_len must be >= 8, got {self.max_seq_len}")

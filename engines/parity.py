@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from engines import probes
+from engines.tasks import task as task_of
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 PROBES_FILE = "parity/probes.npz"
@@ -51,7 +52,7 @@ def _encoder(tokenizer, pairs: bool, max_seq_len: int):
 
 def probe_batches(tokenizer, task: str, max_seq_len: int) -> list[dict[str, np.ndarray]]:
     """Probe inputs in several batch sizes, each padded to its own longest row."""
-    pairs = task == "pair-classification"
+    pairs = task_of(task).pair_input
     rows = probes.pairs() if pairs else list(probes.TEXTS)
     encode = _encoder(tokenizer, pairs, max_seq_len)
     batches = []
@@ -97,13 +98,13 @@ def compare(refs: list[np.ndarray], gots: list[np.ndarray], task: str, precision
         cos = (got * ref).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(ref, axis=1) + 1e-12)
         worst_cos = min(worst_cos, float(cos.min()))
         rows += len(ref)
-        if task != "embedding":
+        if not task_of(task).embeds:
             p_ref, p_got = _probabilities(ref), _probabilities(got)
             score_diffs.append(np.abs(p_got - p_ref).max(axis=1))
             agree.append(p_ref.argmax(1) == p_got.argmax(1))
     record = {"reference": "transformers", "max_abs_diff": worst_diff, "min_cosine": worst_cos,
               "probe_rows": rows, "precision": precision}
-    if task == "embedding":
+    if task_of(task).embeds:
         record["tolerance"] = {"min_cosine": EMBEDDING_MIN_COSINE.get(precision, 0.999)}
         record["passed"] = worst_cos >= record["tolerance"]["min_cosine"]
     elif precision in LABEL_AGREEMENT:
@@ -170,13 +171,14 @@ def _score_feeds(tokenizer, task: str, rows: list, max_seq_len: int) -> tuple[li
     of 32 of similar length (far less padding; the reference is the slow side), and the outputs
     are read in that order.
     """
-    texts = list(dict.fromkeys(t for pair in rows for t in pair)) if task == "embedding" else rows
-    pairs = task == "pair-classification"
+    embeds = task_of(task).embeds  # a pair of texts scores as the cosine of their two embeddings
+    texts = list(dict.fromkeys(t for pair in rows for t in pair)) if embeds else rows
+    pairs = task_of(task).pair_input
     order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1]) if pairs else len(texts[i]))
     ranked = [texts[i] for i in order]
     encode = _encoder(tokenizer, pairs, max_seq_len)
     feeds = [encode(ranked[i:i + 32]) for i in range(0, len(ranked), 32)]
-    if task != "embedding":
+    if not embeds:
         return feeds, None
     at = {texts[i]: k for k, i in enumerate(order)}
     return feeds, np.array([[at[a], at[b]] for a, b in rows], dtype=np.int64)
@@ -192,7 +194,7 @@ def judge_scores(task: str, precision: str, ref: np.ndarray, got: np.ndarray, si
     change of any class probability). Labels of pair tasks are `score >= threshold`.
     """
     ref, got = np.asarray(ref, dtype=np.float64), np.asarray(got, dtype=np.float64)
-    if task == "embedding":
+    if task_of(task).embeds:
         def cosine(e):
             e = e / np.linalg.norm(e, axis=1, keepdims=True)
             return (e[sides[:, 0]] * e[sides[:, 1]]).sum(1)
@@ -202,7 +204,7 @@ def judge_scores(task: str, precision: str, ref: np.ndarray, got: np.ndarray, si
         diff = np.abs(s_got - s_ref)
     else:
         p_ref, p_got = _probabilities(ref), _probabilities(got)
-        if task == "pair-classification":
+        if task_of(task).pair_input:
             pos = p_ref.shape[1] - 1 if positive_label is None else positive_label
             same = (p_ref[:, pos] >= threshold) == (p_got[:, pos] >= threshold)
             diff = np.abs(p_got[:, pos] - p_ref[:, pos])

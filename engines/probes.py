@@ -1,5 +1,6 @@
 """Probe texts for parity checks: short and long, odd Unicode, and texts longer than any
 bucket, so a tracer that baked a shape or a mask shows up as a mismatch."""
+from engines.tasks import task as task_of
 
 TEXTS = (
     "usb-c charger 65w",
@@ -34,6 +35,6 @@ def scored_rows(task: str) -> list:
     tasks, and the TEXTS plus their pairwise joins for text classification. Deterministic."""
     n = len(TEXTS)
     pairs = [(TEXTS[i], TEXTS[j]) for i in range(n) for j in range(n) if i != j]
-    if task == "text-classification":
+    if task_of(task).gate_rows == "texts":
         return list(TEXTS) + [f"{a} {b}"[:400] for a, b in pairs]
     return pairs
