@@ -406,7 +406,8 @@ def _worker(artifact: str, job: str, data: str, device: str, share: int, shares:
     from udfs.runtime import Runtime
     from udfs.scorer import to_frame
     from udfs.tokenize import TextEncoder
-    from udfs.workloads import ID_COUNT, Duplicates, QueryIntent
+    from udfs.contract import ID_COUNT
+    from udfs.workloads import Duplicates, QueryIntent
 
     try:
         m, engine, _ = load_engine(Path(artifact), device, threads=1)
@@ -503,7 +504,8 @@ def job_engine_rate(artifact: Path, job: str, data: Path, device: str, arrow_row
     from udfs.execute import run_encoded
     from udfs.runtime import Runtime
     from udfs.tokenize import TextEncoder
-    from udfs.workloads import ID_COUNT, Duplicates, QueryIntent
+    from udfs.contract import ID_COUNT
+    from udfs.workloads import Duplicates, QueryIntent
 
     m, engine, _ = load_engine(artifact, device)
     try:

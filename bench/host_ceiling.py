@@ -98,7 +98,7 @@ def replay(artifact: Path, workload, frame: pd.DataFrame, cores: int, batch_toke
     from engines.store import open_artifact
     from udfs.runtime import Runtime
     from udfs.tokenize import TextEncoder
-    from udfs.workloads import ID_COUNT
+    from udfs.contract import ID_COUNT
 
     manifest = open_artifact(artifact)
     engine = engine_class("onnx")(artifact, manifest, threads=1).load()

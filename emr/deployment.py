@@ -69,7 +69,7 @@ def _require(settings: Mapping[str, Any], *keys: str) -> None:
 
 def selected_jobs(settings: Mapping[str, Any]) -> list[str]:
     jobs = settings.get("jobs") or {}
-    chosen = settings.get("run_jobs") or list(L.JOBS)
+    chosen = settings.get("run_jobs") or [j for j in L.JOBS if j in jobs]  # default: every job it configures
     unknown = [j for j in chosen if j not in jobs]
     if unknown:
         raise EmrError(f"Variable {VARIABLE!r} has no jobs.{unknown[0]} settings", exit_code=2)

@@ -2,7 +2,7 @@
 
 ::
 
-    <prefix>/jobs/duplicates.py, jobs/query_intent.py     spark-submit entry points
+    <prefix>/jobs/<job>.py                                spark-submit entry points (JOBS)
     <prefix>/package/accel_scoring.zip                    --py-files (engines, udfs, jobs, emr)
     <prefix>/package/<the project wheel>                  for the bootstrap-installed environment
     <prefix>/env/accel-scoring-env.tar.gz                 venv-pack archive (spark.archives)
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from emr.s3 import S3Uri
 
-JOBS = ("duplicates", "query_intent")
+JOBS = ("duplicates", "query_intent", "embed_texts")
 PYFILES_ZIP = "accel_scoring.zip"
 ENV_ARCHIVE = "accel-scoring-env.tar.gz"
 ENV_MANIFEST = "accel-scoring-env.json"

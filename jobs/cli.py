@@ -47,6 +47,33 @@ class JobConfig:
     extra: dict = dataclasses.field(default_factory=dict)  # job-specific flags
 
 
+@dataclasses.dataclass(frozen=True)
+class ScoringOptions:
+    """How rows are scored, without where they come from or go: what jobs/api.py takes, named as
+    JobConfig's fields (and the CLI's flags), so that the runner's checks take either."""
+
+    model: str
+    backend: str = "auto"
+    batch_tokens: int | None = None
+    max_seq_len: int | None = None
+    device: str | None = None
+    overlap: bool = False
+    fallback_model: str | None = None
+    dedup: str | None = None
+    cache: str | None = None
+    scoring_resources: str = "auto"
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("backend", backend_choices()), ("dedup", (None, "run", "batch")),
+                              ("scoring_resources", stage_resources.CHOICES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        for name in ("batch_tokens", "max_seq_len"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+
+
 # The run date is a partition value, so only its documented spelling is accepted: fromisoformat
 # alone also reads 20261129 and week dates (2026-W48-7), while 11/29/2026 is refused.
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")

@@ -2,10 +2,11 @@
 
     input rows -> keyed rows (udfs/scoring_units.Keyer: validation, texts, keys)
                -> distinct units -> minus the cache's entries -> scored (udfs/scorer.py)
-               -> joined back to every row -> the job's output columns
+               -> joined back to every row -> the job's output columns (udfs/assembly.py: the
+                  workload's own assembly, as in the per-batch plan)
 
-A unit is a cross-encoder's pair, a classifier's query, or one side of a bi-encoder pair
-(udfs/scoring_units.py), so a product that appears in many candidate pairs is embedded once. The keyed
+A unit is a cross-encoder's pair, a classifier's query, one side of a bi-encoder pair or a text
+to embed (udfs/scoring_units.py), so a product that appears in many candidate pairs is embedded once. The keyed
 rows and the distinct units are persisted: three Spark jobs read them (the count that sizes the
 progress bar, the scoring, the join back), and none may run the workers' Python twice. So are a
 bi-encoder's scored units, which the join back reads once per side. All three are persisted on
@@ -17,18 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from udfs import heads
-from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
-from udfs.scoring_units import INVALID, Keyer, UnitScoring, UnitSpec, embeddings, key_column, text_columns
-
-# What the progress bar counts per artifact task: the units being scored.
-PROGRESS_UNIT = {"pair-classification": "pairs", "text-classification": "queries", "embedding": "texts"}
+from udfs import metrics
+from udfs.assembly import RESULT_COLUMNS, Assembler, result_column
+from udfs.scorer import Scorer, output_ddl
+from udfs.scoring_units import INVALID, Keyer, UnitScoring, UnitSpec, key_column, text_columns
 
 
 @dataclasses.dataclass
@@ -45,7 +42,7 @@ class UnitCounts:
 class DistinctPlan:
     def __init__(self, df: DataFrame, workload, manifest, max_seq_len: int, partitions: int, cache=None):
         self.workload, self.manifest = workload, manifest
-        self.spec = UnitSpec(manifest.task, max_seq_len, getattr(workload, "top_k", None))
+        self.spec = UnitSpec.of(workload, manifest.task, max_seq_len)
         keyer = Keyer(workload, self.spec)
         self.keyed = df.mapInPandas(keyer, keyer.ddl()).persist(StorageLevel.DISK_ONLY)
         sides = [self.keyed.where(F.col(key_column(s)).isNotNull())
@@ -77,20 +74,21 @@ class DistinctPlan:
                              F.sum(F.when(cached, F.col("_cached_tokens"))).alias("tokens")).first()
         return UnitCounts(int(row["n"] or 0), int(row["cached"] or 0), int(row["tokens"] or 0))
 
-    def scored_units(self, spec, resources, counts: UnitCounts, observe, staging: str | None) -> DataFrame:
+    def scored_units(self, spec, resources, counts: UnitCounts | None, observe, staging: str | None) -> DataFrame:
         """The units the cache lacks through the engine, scored once and then read as often as the
         plan needs: staged as Parquet under `staging` (a cached run reads them for the output and
         again for its new batch), else persisted when the join back reads them once per side
         (adaptive execution does not reuse that exchange, so the engine would run twice).
         `resources` (jobs/stage_resources.py) runs the scorer with the scoring stage's resource profile;
-        `observe(df)` adds the run summary's observation over the scorer's metric columns."""
+        `observe(df)` adds the run summary's observation over the scorer's metric columns. `counts`:
+        None where nothing was counted (jobs/api.py plans without running a Spark job)."""
         scoring = UnitScoring(self.spec)
         spark = self.keyed.sparkSession
-        if not counts.to_score:  # everything cached: no engine is loaded at all
+        if counts is not None and not counts.to_score:  # everything cached: no engine is loaded at all
             return spark.createDataFrame([], scoring.output_ddl())
         todo = self.units.where(F.col("_cached_tokens").isNull()).select("_key", "_a", "_b")
         scored = observe(resources.map_in_arrow(todo, Scorer(spec, scoring),
-                                                 output_ddl(scoring))).drop(*METRIC_COLUMNS)
+                                                 output_ddl(scoring))).drop(*metrics.COLUMNS)
         if staging:
             scored.write.parquet(staging)
             return spark.read.schema(scoring.output_ddl()).parquet(staging)
@@ -104,7 +102,8 @@ class DistinctPlan:
 
     def rows(self, fresh: DataFrame) -> DataFrame:
         """Every input row in the job's output columns (plus `_hit`: all its units came from the
-        cache), from the freshly scored units (`scored_units`) and the cache."""
+        cache), from the freshly scored units (`scored_units`) and the cache, assembled on the
+        workers by the workload (udfs/assembly.py)."""
         value_cols = self.spec.value_columns
         results = fresh.select("_key", *value_cols, "truncated", "error", "_model", F.lit(False).alias("_from_cache"))
         if self.cached is not None:
@@ -114,46 +113,10 @@ class DistinctPlan:
         # The texts stay behind: the join back shuffles each row's id, status and keys only.
         rows = self.keyed.select(self.workload.id_column, INVALID, *(key_column(s) for s in self.spec.slots))
         for slot in self.spec.slots:
-            r = results.select(*(F.col(c).alias(f"_r_{slot}_{c}") for c in results.columns))
-            rows = rows.join(r, rows[key_column(slot)] == r[f"_r_{slot}__key"], "left")
-        return self._assemble(rows)
-
-    def _assemble(self, rows: DataFrame) -> DataFrame:
-        slots = self.spec.slots
-        r = {slot: (lambda c, slot=slot: F.col(f"_r_{slot}_{c}")) for slot in slots}
-        invalid = F.col(INVALID)
-        missing = F.lit(False)
-        for slot in slots:
-            missing = missing | r[slot]("_key").isNull()
-        engine_error = F.coalesce(*(r[s]("error") for s in slots))
-        status = (F.when(invalid.isNotNull(), "invalid_input").when(missing | engine_error.isNotNull(), "error")
-                  .otherwise("ok"))
-        ok = status == "ok"
-        error = F.coalesce(invalid, engine_error,
-                           F.when(missing, F.lit("engine_error: no result for this row's texts")))
-        truncated = F.lit(False)
-        for slot in slots:
-            truncated = truncated | F.coalesce(r[slot]("truncated"), F.lit(False))
-        hit = F.lit(True)
-        for slot in slots:
-            hit = hit & F.coalesce(r[slot]("_from_cache"), F.lit(False))
-        model = F.coalesce(*(r[s]("_model") for s in slots), F.lit(self.manifest.model_id))
-        common = [model.alias("model"), status.alias("status"), error.alias("error"),
-                  F.when(invalid.isNull(), truncated).otherwise(F.lit(False)).alias("truncated"),
-                  (invalid.isNull() & hit).alias("_hit")]
-        id_col = F.col(self.workload.id_column)
-        if self.spec.task == "text-classification":
-            u = r["unit"]
-            return rows.select(id_col, *(F.when(ok, u(c)).alias(c) for c in ("intent", "confidence", "top_k")),
-                               *common)
-        if self.spec.task == "embedding":
-            score = _cosine(r["left"]("embedding"), r["right"]("embedding"))
-        else:
-            score = r["unit"]("score")
-        threshold = self.workload.threshold if self.workload.threshold is not None else self.manifest.threshold
-        score = F.when(ok, score)
-        return rows.select(id_col, score.alias("score"), F.when(ok, score >= F.lit(float(threshold))).alias("is_duplicate"),
-                           *common)
+            r = results.select(*(F.col(c).alias(result_column(slot, c)) for c in (*value_cols, *RESULT_COLUMNS)))
+            rows = rows.join(r, rows[key_column(slot)] == r[result_column(slot, "_key")], "left")
+        assembler = Assembler(self.workload, self.spec, self.manifest)
+        return rows.mapInArrow(assembler, assembler.output_ddl())
 
     def close(self) -> None:
         for df in self.persisted:
@@ -161,15 +124,3 @@ class DistinctPlan:
         self.units.unpersist()
         self.keyed.unpersist()
 
-
-@F.pandas_udf("double")
-def _cosine(a: pd.Series, b: pd.Series) -> pd.Series:
-    """udfs/heads.cosine, the per-batch path's own, over the two sides' embeddings; null where a
-    side has none or a norm is zero (Spark reads a pandas NaN as null). Vectorised in Python: Spark's higher-order functions (zip_with, aggregate) ran
-    it per element, interpreted, at several times the cost of the whole job's tokenization
-    (docs/performance.md)."""
-    scores = np.full(len(a), np.nan)
-    both = (a.notna() & b.notna()).to_numpy()
-    if both.any():
-        scores[both] = heads.cosine(embeddings(a[both].to_numpy()), embeddings(b[both].to_numpy()))
-    return pd.Series(scores)

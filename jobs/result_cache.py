@@ -38,7 +38,8 @@ with needs_project("-m jobs.result_cache"):
     from jobs import console, hadoop_files
     from jobs.cli import OneLineParser, positive_int
     from udfs import faults
-    from udfs.scoring_units import VALUE_COLUMNS, VALUE_DDL, VALUE_FORMAT
+    from engines.tasks import task as task_of
+    from udfs.scoring_units import VALUE_FORMAT
 
 # Stored next to each unit's result: whether it was truncated, its real tokens (what a hit saves)
 # and the last run date that used it (what `expire` reads).
@@ -47,7 +48,7 @@ ENTRY_EXTRA_COLUMNS = ("truncated", "_tokens", "last_used")
 
 
 def entry_ddl(task: str) -> str:
-    return f"_key string, {VALUE_DDL[task]}, {ENTRY_EXTRA_DDL}"
+    return f"_key string, {task_of(task).value_ddl}, {ENTRY_EXTRA_DDL}"
 
 
 def new_run_id(run_date: str) -> str:
@@ -128,7 +129,7 @@ class ResultCache:
         published last. Returns the entries added."""
         from pyspark.sql import functions as F
 
-        cols = ["_key", *VALUE_COLUMNS[self.task], *ENTRY_EXTRA_COLUMNS]
+        cols = ["_key", *task_of(self.task).value_columns, *ENTRY_EXTRA_COLUMNS]
         new = None if scored is None else (
             scored.where(F.col("error").isNull()).withColumn("last_used", F.lit(run_date)).select(*cols))
         batch = f"{self.folder}/batches/{run_id}"

@@ -18,21 +18,22 @@ from engines import registry
 from engines.artifact import Manifest
 from engines.errors import ArtifactError
 from engines.store import open_manifest, s3_retries
+from engines.tasks import task as task_of
 from jobs import console, hadoop_files, partitioning, paths, report, spark_io, stage_resources, summary_text, timeline
-from jobs.cli import JobConfig
+from jobs.cli import JobConfig, ScoringOptions
 from jobs.date_lease import DateLease
 from jobs.executor_losses import left_since
 from jobs.s3_requests import S3Requests
 from jobs.cost import run_cost
 from jobs.progress import Progress, WorkerFailed
-from udfs import faults
+from udfs import faults, metrics
 from udfs.device import bind_device
 from udfs.runtime import ScorerSpec
-from udfs.scorer import METRIC_COLUMNS, Scorer, output_ddl
+from udfs.scorer import Scorer, output_ddl
 from udfs.validate import REASON_CODES
 
 
-def open_model(cfg: JobConfig, workload) -> Manifest:
+def open_model(cfg: JobConfig | ScoringOptions, workload) -> Manifest:
     """Before the SparkSession starts: the artifact's manifest, read through engines.store, of a
     task this job scores (InputError on failure, so a bad --model never starts Spark)."""
     try:
@@ -45,7 +46,7 @@ def open_model(cfg: JobConfig, workload) -> Manifest:
     return manifest
 
 
-def plan(cfg: JobConfig, manifest: Manifest, spark_conf: Mapping[str, str]) -> ScorerSpec:
+def plan(cfg: JobConfig | ScoringOptions, manifest: Manifest, spark_conf: Mapping[str, str]) -> ScorerSpec:
     """Once the SparkSession exists: the backend its executors can run, checked before any task
     starts (InputError on failure). `spark_conf` is the application's configuration."""
     try:
@@ -80,7 +81,7 @@ def check_engine_here(spark, spec: ScorerSpec) -> None:
         raise spark_io.InputError(reason)
 
 
-def _fallback_model(cfg: JobConfig, manifest: Manifest, backend: str) -> Manifest | None:
+def _fallback_model(cfg: JobConfig | ScoringOptions, manifest: Manifest, backend: str) -> Manifest | None:
     """--fallback-model's manifest, checked like --model's: the same task, runnable by `backend`."""
     if not cfg.fallback_model:
         return None
@@ -97,11 +98,11 @@ def _fallback_model(cfg: JobConfig, manifest: Manifest, backend: str) -> Manifes
     return fallback
 
 
-def _model_error(cfg: JobConfig, e: ArtifactError) -> spark_io.InputError:
+def _model_error(cfg: JobConfig | ScoringOptions, e: ArtifactError) -> spark_io.InputError:
     return spark_io.InputError(f"--model {cfg.model}: {e}")
 
 
-def _row_metrics(F):
+def row_metrics(F):
     """What the summary counts over output rows."""
     ok = F.col("status") == "ok"
     reason = F.split(F.col("error"), ":").getItem(0)
@@ -116,23 +117,7 @@ def _row_metrics(F):
     return exprs + [F.sum((reason == code).cast("long")).alias(f"invalid_{code}") for code in REASON_CODES]
 
 
-def _engine_metrics(F):
-    """What the summary adds up over the scorer's metric columns (udfs/scorer.py)."""
-    return [
-        F.count(F.lit(1)).alias("units_scored"),
-        F.sum("_m_real_tokens").alias("real_tokens"),
-        F.sum("_m_padded_tokens").alias("padded_tokens"),
-        F.sum("_m_engine_loads").alias("engine_loads"),
-        F.sum("_m_engine_seconds").alias("engine_seconds"),
-        F.sum("_m_retries").alias("batch_retries"),
-        F.sum("_m_tokenize_seconds").alias("tokenize_seconds"),
-        F.sum("_m_udf_seconds").alias("udf_seconds"),
-        F.concat_ws("\n", F.collect_set("_m_worker")).alias("tasks"),  # Observation returns scalars only
-        F.concat_ws("\n", F.collect_list("_m_batch")).alias("batches"),  # one per Arrow batch (jobs/timeline.py)
-    ]
-
-
-def check_dedup(cfg: JobConfig) -> None:
+def check_dedup(cfg: JobConfig | ScoringOptions) -> None:
     """The --dedup, --cache and --fallback-model combinations no plan can honour (InputError)."""
     if cfg.cache and cfg.dedup == "batch":
         raise spark_io.InputError("--cache scores each distinct text once per run; it cannot be combined with --dedup batch")
@@ -141,7 +126,7 @@ def check_dedup(cfg: JobConfig) -> None:
                             "another artifact; give one or the other")
 
 
-def dedup_level(cfg: JobConfig, manifest: Manifest, rows: int, tasks: int) -> tuple[str, str]:
+def dedup_level(cfg: JobConfig, workload, manifest: Manifest, rows: int, tasks: int) -> tuple[str, str]:
     """Where identical texts are scored once, the run (a Spark distinct) or each Arrow batch, and
     why. The run-level plan's keyed copy, distinct and join back cost several Spark jobs
     (bench/results/scale.md); they pay for themselves only where repeats fall in different
@@ -151,12 +136,13 @@ def dedup_level(cfg: JobConfig, manifest: Manifest, rows: int, tasks: int) -> tu
         return cfg.dedup, "--dedup"
     if cfg.cache:
         return "run", "--cache"
-    if manifest.task != "embedding":
-        return "batch", f"the default for a {manifest.task} artifact"
+    default = f"the default for {'an' if manifest.task[0] in 'aeiou' else 'a'} {manifest.task} artifact"
+    if workload.default_dedup(task_of(manifest.task)) == "batch":
+        return "batch", default
     if tasks == 1 and rows <= cfg.arrow_batch_rows:
         return "batch", (f"all {rows:,} rows are one Arrow batch of one task (--arrow-batch-rows "
                          f"{cfg.arrow_batch_rows:,}): each distinct text is scored once per batch as per run")
-    return "run", "the default for an embedding artifact"
+    return "run", default
 
 
 def run(cfg: JobConfig, workload, app_name: str) -> int:
@@ -222,7 +208,7 @@ def _read_and_score(spark, cfg: JobConfig, workload, app_name: str, manifest: Ma
     rows_in = input_profile.rows
     layout = partitioning.decide(input_profile.partition_rows, spark.sparkContext.defaultParallelism,
                                  cfg.arrow_batch_rows, cfg.num_partitions)
-    level, level_reason = dedup_level(cfg, manifest, rows_in, layout.tasks)
+    level, level_reason = dedup_level(cfg, workload, manifest, rows_in, layout.tasks)
     if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
         # The plan's own shuffles (the run-level plan's distinct and join back) in as many tasks as
         # the scoring: Spark's default of 200 cannot be coalesced where a persisted plan feeds them.
@@ -284,7 +270,7 @@ def _failure(cfg: JobConfig, summary: dict, m: Mapping) -> str | None:
     return None
 
 
-def scoring_resources(cfg: JobConfig, spec: ScorerSpec, spark_version: str,
+def scoring_resources(cfg: JobConfig | ScoringOptions, spec: ScorerSpec, spark_version: str,
                       spark_conf: Mapping[str, str]) -> stage_resources.ScoringResources:
     """What the scoring stage asks Spark for (jobs/stage_resources.py); said in one line wherever an
     accelerator backend makes it a choice. InputError for a conf value it cannot use."""
@@ -314,9 +300,9 @@ def _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start, 
     with Progress(spark, rows_in, cfg.progress_seconds, out_stream, then=then) as progress:
         spec = dataclasses.replace(spec, progress=progress.address)
         scored = resources.map_in_arrow(df, Scorer(spec, workload), output_ddl(workload))
-        scored = scored.observe(observation, *_row_metrics(F), *_engine_metrics(F))
+        scored = scored.observe(observation, *row_metrics(F), *metrics.aggregates(F))
         lease.check()
-        spark_io.write_scores(scored.drop(*METRIC_COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
+        spark_io.write_scores(scored.drop(*metrics.COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
         m = observation.get
         progress.finish(int(m.get("rows_out") or 0))
     return m, progress.samples, {"dedup": {"level": "batch"}, "scored_unit": "rows"}
@@ -329,7 +315,7 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    from jobs.distinct_plan import PROGRESS_UNIT, DistinctPlan
+    from jobs.distinct_plan import DistinctPlan
     from jobs.result_cache import ResultCache, new_run_id
 
     run_id = new_run_id(cfg.run_date)
@@ -339,7 +325,7 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in
         try:
             counts = plan.count()
             faults.at_driver_step(faults.UNITS_PERSISTED, spark.sparkContext.applicationId)
-            unit = PROGRESS_UNIT[manifest.task]
+            unit = task_of(manifest.task).unit_noun
             console.say(f"{start}; {counts.distinct:,} distinct {unit}"
                         + (f", {counts.cached:,} of them in the cache" if cache else ""))
             engine_obs, row_obs = Observation("accel_scoring_units"), Observation("accel_scoring_rows")
@@ -347,10 +333,10 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in
                     + (", then adding them to the cache" if cache else ""))
             with Progress(spark, counts.to_score, cfg.progress_seconds, out_stream, unit=unit, then=then) as progress:
                 fresh = plan.scored_units(dataclasses.replace(spec, progress=progress.address), resources,
-                                          counts, lambda df: df.observe(engine_obs, *_engine_metrics(F)),
+                                          counts, lambda df: df.observe(engine_obs, *metrics.aggregates(F)),
                                           cache.staging(run_id) if cache else None)
                 rows = plan.rows(fresh)
-                rows = rows.observe(row_obs, *_row_metrics(F), F.sum(F.col("_hit").cast("long")).alias("hits"))
+                rows = rows.observe(row_obs, *row_metrics(F), F.sum(F.col("_hit").cast("long")).alias("hits"))
                 lease.check()
                 spark_io.write_scores(rows.drop("_hit").withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
                 m = {**(engine_obs.get if counts.to_score else {}), **row_obs.get}
@@ -386,38 +372,50 @@ def _device_plan(spark_conf: Mapping[str, str], spec) -> str:
     return f"device {bind_device(spec.backend, spec.device, {})}"
 
 
-def _summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds, fields_absent,
-             samples) -> dict:
+def observed(m: Mapping) -> tuple[dict, list]:
+    """The run summary's counts, tokens, seconds and task records, from the observations over the
+    output rows (`row_metrics`) and the scorer's metric columns (udfs/metrics.py): what a job and
+    a caller of jobs/api.py both report; and the parsed per-batch records (jobs/timeline.py)."""
     batches = timeline.parse(m.get("batches"))
     per_task = timeline.per_task(batches)
     tasks = sorted(({**t, **per_task.get((t["partition"], t["attempt"]), {})}
                     for t in map(json.loads, (m.get("tasks") or "").splitlines())),
                    key=lambda t: (t["partition"] or 0, t["attempt"] or 0))
-    rows_out = int(m.get("rows_out") or 0)
-    cost = run_cost(tasks, scoring_seconds, rows_out, instance_type=cfg.instance_type,
-                    usd_per_hour=cfg.usd_per_hour, instances=cfg.instances)
     real, padded = int(m.get("real_tokens") or 0), int(m.get("padded_tokens") or 0)
-    invalid, error = int(m.get("invalid") or 0), int(m.get("error") or 0)
     return {
-        "job": app_name, "run_date": cfg.run_date, "input": cfg.input, "output": cfg.output,
-        "rows_in": rows_in, "rows_out": rows_out, "ok": int(m.get("ok") or 0), "invalid": invalid, "error": error,
+        "rows_out": int(m.get("rows_out") or 0), "ok": int(m.get("ok") or 0), "invalid": int(m.get("invalid") or 0),
+        "error": int(m.get("error") or 0),
         "invalid_by_reason": {code: int(m.get(f"invalid_{code}") or 0) for code in REASON_CODES},
-        "truncated": int(m.get("truncated") or 0), "fields_absent": fields_absent,
-        "bad_fraction": (invalid + error) / rows_in if rows_in else 0.0,
-        "wall_seconds": round(time.time() - t_start, 3), "scoring_seconds": round(scoring_seconds, 3),
-        "rows_per_second": round(rows_out / scoring_seconds, 2) if scoring_seconds > 0 else None,
+        "truncated": int(m.get("truncated") or 0),
         "engine_seconds": round(float(m.get("engine_seconds") or 0.0), 3),
         "tokenize_seconds": round(float(m.get("tokenize_seconds") or 0.0), 3),
         "udf_seconds": round(float(m.get("udf_seconds") or 0.0), 3),
-        "backend": spec.backend, "devices": sorted({t["device"] for t in tasks}),
-        "single_text_tokenizer": sorted({t["single_texts"] for t in tasks if "single_texts" in t}),
-        "options": {"batch_tokens": spec.batch_tokens, "max_seq_len": spec.max_seq_len,
-                    "arrow_batch_rows": cfg.arrow_batch_rows, **cfg.extra},
         "engine_loads": int(m.get("engine_loads") or 0), "batch_retries": int(m.get("batch_retries") or 0),
-        "model": manifest.model_id, "model_sha256": manifest.digest, "task": manifest.task,
         "real_tokens": real, "padded_tokens": padded,
         "padding_efficiency": round(real / padded, 4) if padded else None,
-        "spark_application_id": spark.sparkContext.applicationId, "tasks": tasks,
+        "devices": sorted({t["device"] for t in tasks}),
+        "single_text_tokenizer": sorted({t["single_texts"] for t in tasks if "single_texts" in t}),
+        "tasks": tasks,
+    }, batches
+
+
+def _summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds, fields_absent,
+             samples) -> dict:
+    seen, batches = observed(m)
+    tasks, rows_out = seen["tasks"], seen["rows_out"]
+    cost = run_cost(tasks, scoring_seconds, rows_out, instance_type=cfg.instance_type,
+                    usd_per_hour=cfg.usd_per_hour, instances=cfg.instances)
+    return {
+        **seen, "job": app_name, "run_date": cfg.run_date, "input": cfg.input, "output": cfg.output,
+        "rows_in": rows_in, "fields_absent": fields_absent,
+        "bad_fraction": (seen["invalid"] + seen["error"]) / rows_in if rows_in else 0.0,
+        "wall_seconds": round(time.time() - t_start, 3), "scoring_seconds": round(scoring_seconds, 3),
+        "rows_per_second": round(rows_out / scoring_seconds, 2) if scoring_seconds > 0 else None,
+        "backend": spec.backend,
+        "options": {"batch_tokens": spec.batch_tokens, "max_seq_len": spec.max_seq_len,
+                    "arrow_batch_rows": cfg.arrow_batch_rows, **cfg.extra},
+        "model": manifest.model_id, "model_sha256": manifest.digest, "task": manifest.task,
+        "spark_application_id": spark.sparkContext.applicationId,
         "timeline": (timeline.from_samples(samples, t_score, t_score + scoring_seconds)
                      or timeline.buckets(batches, t_score, t_score + scoring_seconds)), "cost": cost,
     }

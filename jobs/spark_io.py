@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs import console, hadoop_files
-from udfs.workloads import ID_COUNT
+from udfs.contract import ID_COUNT
 
 
 class InputError(ValueError):
@@ -134,11 +134,12 @@ def profile(df: DataFrame, id_column: str) -> InputProfile:
     return InputProfile([r["_rows"] for r in rows if r["_g"] == 1], sum(r["_groups"] for r in rows if r["_g"] == 2))
 
 
-def with_id_counts(df: DataFrame, id_column: str, input_profile: InputProfile) -> DataFrame:
+def with_id_counts(df: DataFrame, id_column: str, repeats: bool = True) -> DataFrame:
     """Each row's id count where its id repeats (null elsewhere), for udfs/validate.py's
     duplicate_id. Ids rarely repeat, so their counts are broadcast and the input is never
-    shuffled; where none repeat (the profile says so) there is nothing to count or join."""
-    if not input_profile.duplicate_ids:
+    shuffled; where none repeat (`repeats` False: the input's profile says so) there is nothing
+    to count or join."""
+    if not repeats:
         return df.withColumn(ID_COUNT, F.lit(None).cast("long"))
     counts = df.groupBy(id_column).count().where(F.col("count") > 1).withColumnRenamed("count", ID_COUNT)
     return df.join(F.broadcast(counts), on=id_column, how="left")
@@ -149,7 +150,7 @@ def scoring_input(raw: DataFrame, workload) -> tuple[DataFrame, InputProfile]:
     beside it, and the profile that sizes the run (the one Spark job before scoring)."""
     df = prepare(raw, workload.required_columns, workload.text_columns, workload.id_column)
     input_profile = profile(df, workload.id_column)
-    return with_id_counts(df, workload.id_column, input_profile), input_profile
+    return with_id_counts(df, workload.id_column, bool(input_profile.duplicate_ids)), input_profile
 
 
 def qualified(spark: SparkSession, path: str) -> str:

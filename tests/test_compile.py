@@ -34,7 +34,9 @@ def test_engine_agrees_with_transformers_through_our_tokenizer(compile_artifact,
     from transformers import AutoModelForSequenceClassification
 
     from engines.base import Device
-    from udfs.model_outputs import score_pairs
+    from engines.tasks import task
+    from udfs.model_outputs import run_units, tokenize_units
+    from udfs.unit_values import from_outputs
     from udfs.runtime import ScorerSpec, load_runtime
 
     folder = compile_artifact("pair-classification")
@@ -42,7 +44,8 @@ def test_engine_agrees_with_transformers_through_our_tokenizer(compile_artifact,
     runtime = load_runtime(ScorerSpec(str(folder), m.digest, "onnx", 512, 64), Device(), 1)
     left = ["usb-c charger 65w", "Apple iPhone 15 Pro 256GB " * 10, "中文"]
     right = ["65 watt usb c charger", "iphone 15 pro", "🌟"]
-    got = score_pairs(runtime, left, right, token_budget=512).values
+    scored = run_units(runtime, tokenize_units(runtime, [[left, right]]), token_budget=512)
+    got = from_outputs(task(m.task), scored.outputs[0], np.ones(3, dtype=bool), m, {})["score"]
     model = AutoModelForSequenceClassification.from_pretrained(tiny_models["pair-classification"]).eval()
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(tiny_models["pair-classification"])

@@ -26,7 +26,7 @@ def test_a_bi_encoder_pair_counts_as_scored_once_both_its_sides_are():
 
     enc = type("Enc", (), {"lengths": np.ones(3)})()
     seen = []
-    on_rows = rows_done(Tokenized(enc, 0.0, left=np.array([0, 0, 1]), right=np.array([1, 2, 2])), seen.append)
+    on_rows = rows_done(Tokenized(enc, 0.0, rows=np.array([[0, 0, 1], [1, 2, 2]])), seen.append)
     for rows in ([0], [2], [1]):
         on_rows(np.array(rows))
     assert seen == [0, 1, 3]

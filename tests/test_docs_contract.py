@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import fnmatch
+import importlib
 import re
 import shlex
 import tomllib
@@ -38,8 +39,6 @@ from compiler.centroid import build_parser as centroid_parser
 from compiler.compile import build_parser as compile_parser
 from emr import layout
 from emr.cli import build_parser as emr_parser
-from jobs.duplicates import build_parser as duplicates_parser
-from jobs.query_intent import build_parser as query_intent_parser
 from tests.test_readme_commands import DOCS, REPO
 
 README, EMR_README = REPO / "README.md", REPO / "emr" / "README.md"
@@ -176,8 +175,8 @@ def emr_clis() -> list[Cli]:
 CLIS = [
     Cli("python -m compiler", compile_parser(), README, ["`python -m compiler`"]),
     Cli("python -m compiler.centroid", centroid_parser(), README, ["`python -m compiler.centroid`"]),
-    Cli("jobs/duplicates.py", duplicates_parser(), README, ["The jobs", "`jobs/duplicates.py` only"]),
-    Cli("jobs/query_intent.py", query_intent_parser(), README, ["The jobs", "`jobs/query_intent.py` only"]),
+    *(Cli(f"jobs/{job}.py", importlib.import_module(f"jobs.{job}").build_parser(), README,
+          ["The jobs", f"`jobs/{job}.py` only"]) for job in layout.JOBS),
     *emr_clis(),
 ]
 
@@ -301,7 +300,7 @@ def package_outputs() -> list[str]:
             f"dist/{layout.ENV_ARCHIVE}", f"dist/{layout.GPU_REQUIREMENTS}", f"dist/{layout.GPU_TORCH_REQUIREMENTS}"]
 
 
-JOB_PARSERS = {"jobs/duplicates.py": duplicates_parser(), "jobs/query_intent.py": query_intent_parser()}
+JOB_PARSERS = {f"jobs/{job}.py": importlib.import_module(f"jobs.{job}").build_parser() for job in layout.JOBS}
 MODULE_PARSERS = {"python -m compiler": compile_parser(), "python -m compiler.centroid": centroid_parser()}
 
 

@@ -94,18 +94,19 @@ def test_an_input_repeated_within_a_batch_goes_through_the_engine_once(task, min
     runtime = SimpleNamespace(manifest=SimpleNamespace(task=task, positive_label=1), engine=RowEchoEngine(),
                               encoder=TextEncoder(minilm_dir / "tokenizer.json", max_seq_len=64))
     queries = ["red shoes", "blue hat", "red shoes", "green bag", "red shoes", "blue hat"]
-    if task == "text-classification":
-        tok = model_outputs.tokenize_texts(runtime, queries)
-        scored = model_outputs.run_texts(runtime, tok, token_budget=512)
-        distinct = 3
-    else:
-        tok = model_outputs.tokenize_pairs(runtime, queries, queries[::-1])
-        scored = model_outputs.run_pairs(runtime, tok, token_budget=512)
-        distinct = 3 if task == "embedding" else 4  # pairs: (red, blue) and (blue, red) twice each
+    if task == "text-classification":  # one slot: the query
+        slots, keys, distinct = [[queries]], [queries], 3
+    elif task == "embedding":  # a bi-encoder pair's two slots, its sides: 3 distinct texts in all
+        slots, keys, distinct = [[queries], [queries[::-1]]], [queries, queries[::-1]], 3
+    else:  # one slot, the pair: (red, blue) and (blue, red) twice each
+        slots, keys, distinct = [[queries, queries[::-1]]], [list(zip(queries, queries[::-1]))], 4
+    tok = model_outputs.tokenize_units(runtime, slots)
+    scored = model_outputs.run_units(runtime, tok, token_budget=512)
     assert sum(rows for rows, _ in runtime.engine.calls) == len(tok.enc.lengths) == distinct
     assert scored.stats.real_tokens == tok.enc.lengths.sum()
-    values = np.asarray(scored.values)
     firsts = {}
-    for row, key in enumerate(zip(queries, queries[::-1]) if task != "text-classification" else queries):
-        np.testing.assert_array_equal(values[row], values[firsts.setdefault(key, row)])
-    assert len(scored.errors) == len(scored.truncated) == len(queries) == len(values)
+    for slot, slot_keys in enumerate(keys):
+        for row, key in enumerate(slot_keys):
+            first = firsts.setdefault(key, (slot, row))
+            np.testing.assert_array_equal(scored.outputs[slot, row], scored.outputs[first])
+    assert scored.errors.shape == scored.truncated.shape == (len(slots), len(queries))

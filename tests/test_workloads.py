@@ -5,8 +5,9 @@ import pyarrow as pa
 import pytest
 
 from udfs import heads
-from udfs.scorer import METRIC_COLUMNS, to_record_batch
-from udfs.workloads import intents
+from udfs.metrics import COLUMNS as METRIC_COLUMNS, BatchMetrics
+from udfs.scorer import to_record_batch
+from udfs.unit_values import intents
 
 LABELS = ("billing", "delivery", "returns", "search")
 
@@ -57,14 +58,14 @@ def test_record_batch_nulls_nan_keeps_arrow_columns_and_puts_metrics_on_the_firs
     frame = pd.DataFrame({"id": np.array(["a", None, "c"], dtype=object), "confidence": confidence, "top_k": top,
                           "truncated": np.array([False, True, False]),
                           "flag": pd.array([True, None, False], dtype="boolean")})
-    metrics = (5, 8, 1, 0.25, 0, "worker", 0.5, 0.75, "[0, 0]")
+    metrics = BatchMetrics(5, 8, 1, 0.25, 0, "worker", 0.5, 0.75, "[0, 0]")
     batch = to_record_batch(frame, metrics, _schema())
     assert batch.schema.equals(_schema())
     rows = batch.to_pylist()
     assert [r["id"] for r in rows] == ["a", None, "c"]
     assert rows[1]["confidence"] is None and rows[1]["top_k"] is None and rows[1]["flag"] is None
     assert rows[0]["top_k"] == per_row_top_k(np.array([[1.0, 2, 3, 4]]), np.array([True]), 2)[0]
-    assert tuple(rows[0][c] for c in METRIC_COLUMNS) == metrics
+    assert tuple(rows[0][c] for c in METRIC_COLUMNS) == metrics.values()
     assert all(rows[i][c] is None for i in (1, 2) for c in METRIC_COLUMNS)
 
 

@@ -24,17 +24,13 @@ import pyarrow as pa
 from engines import imds
 from engines.errors import EngineUnavailableError, TargetMismatchError
 from engines.store import s3_retries
-from udfs import faults
+from engines.tasks import task as task_of
+from udfs import faults, metrics
 from udfs.engine_cache import WORKER_CACHE
 from udfs.device import bind_device, task_cpus, task_resources
-from udfs.model_outputs import SINGLE_TEXT_TASKS
 from udfs.progress import ProgressReporter, relayed
 from udfs.runtime import ScorerSpec, load_runtime
 
-METRIC_DDL = ("_m_real_tokens long, _m_padded_tokens long, _m_engine_loads int, "
-              "_m_engine_seconds double, _m_retries int, _m_worker string, _m_tokenize_seconds double, "
-              "_m_udf_seconds double, _m_batch string")
-METRIC_COLUMNS = [c.split()[0] for c in METRIC_DDL.split(", ")]
 
 
 def ahead(items: Iterator, fn) -> Iterator:
@@ -55,16 +51,16 @@ def ahead(items: Iterator, fn) -> Iterator:
 
 
 def output_ddl(workload) -> str:
-    return f"{workload.output_ddl()}, {METRIC_DDL}"
+    return f"{workload.output_ddl()}, {metrics.DDL}"
 
 
-def output_schema(workload) -> pa.Schema:
-    """The Arrow schema Spark reads the scorer's batches with: pyspark's own mapping of
-    `output_ddl`, whose parser needs the driver's Spark (a Scorer is built there)."""
+def arrow_schema(ddl: str) -> pa.Schema:
+    """The Arrow schema Spark reads a mapInArrow function's batches with: pyspark's own mapping of
+    the DDL, whose parser needs the driver's Spark (the functions are built there)."""
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import _parse_datatype_string
 
-    return to_arrow_schema(_parse_datatype_string(output_ddl(workload)))
+    return to_arrow_schema(_parse_datatype_string(ddl))
 
 
 def to_frame(batch: pa.RecordBatch) -> pd.DataFrame:
@@ -72,12 +68,20 @@ def to_frame(batch: pa.RecordBatch) -> pd.DataFrame:
     return batch.to_pandas()
 
 
-def to_record_batch(frame: pd.DataFrame, metrics: tuple | None, schema: pa.Schema) -> pa.RecordBatch:
-    """The workload's output frame and this batch's metric values (on the first row; the other
-    rows null) in `schema`. NaN becomes null, as in mapInPandas's own conversion."""
+def frame_columns(frame: pd.DataFrame, schema: pa.Schema) -> list[pa.Array]:
+    """The frame's columns that `schema` names, as Arrow arrays of its types. NaN becomes null, as in
+    mapInPandas's own conversion; a pandas ArrowDtype column goes in as it is."""
+    return [pa.Array.from_pandas(frame[f.name], type=f.type) for f in schema if f.name in frame]
+
+
+def to_record_batch(frame: pd.DataFrame, batch_metrics: metrics.BatchMetrics | None,
+                    schema: pa.Schema) -> pa.RecordBatch:
+    """The workload's output frame and this batch's metrics (on the first row; the other rows
+    null) in `schema`."""
     n = len(frame)
-    columns = [pa.Array.from_pandas(frame[f.name], type=f.type) for f in schema if f.name in frame]
-    for c, v in zip(METRIC_COLUMNS, metrics or (None,) * len(METRIC_COLUMNS)):
+    columns = frame_columns(frame, schema)
+    values = batch_metrics.values() if batch_metrics else (None,) * len(metrics.COLUMNS)
+    for c, v in zip(metrics.COLUMNS, values):
         t = schema.field(c).type
         columns.append(pa.nulls(n, t) if v is None else pa.concat_arrays([pa.array([v], t), pa.nulls(n - 1, t)]))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
@@ -94,7 +98,7 @@ class Scorer:
     def __init__(self, spec: ScorerSpec, workload):
         self.spec = spec
         self.workload = workload
-        self.schema = output_schema(workload)
+        self.schema = arrow_schema(output_ddl(workload))
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -126,7 +130,7 @@ class Scorer:
             "s3_retries": s3_retries() - retries_before,  # boto3's, reading an s3:// artifact (engines/store.py)
             "instance_type": imds.this_host(),
             # how this worker tokenizes single texts (udfs/flash_route.py); pairs always go to tokenizers
-            **({"single_texts": runtime.encoder.single_route} if runtime.manifest.task in SINGLE_TEXT_TASKS else {}),
+            **({"single_texts": runtime.encoder.single_route} if not task_of(runtime.manifest.task).pair_input else {}),
         }, sort_keys=True)
         workload = self.workload
 
@@ -141,15 +145,17 @@ class Scorer:
                 t0 = time.perf_counter()
                 out, scored = workload.finish(runtime, batch, spec.batch_tokens, progress.partial)
                 udf_seconds = prepare_seconds + time.perf_counter() - t0
-                metrics = None
+                measured = None
                 if len(out):
                     stats = scored.stats
-                    metrics = (stats.real_tokens, stats.padded_tokens, int(loaded), stats.engine_seconds,
-                               stats.retries, worker, stats.tokenize_seconds, udf_seconds,
-                               json.dumps([partition, attempt, started, time.time(), len(out)]))
+                    measured = metrics.BatchMetrics(
+                        real_tokens=stats.real_tokens, padded_tokens=stats.padded_tokens, engine_loads=int(loaded),
+                        engine_seconds=stats.engine_seconds, batch_retries=stats.retries, task=worker,
+                        tokenize_seconds=stats.tokenize_seconds, udf_seconds=udf_seconds,
+                        batch=json.dumps([partition, attempt, started, time.time(), len(out)]))
                     loaded = False
                 progress.add(len(out))
-                yield to_record_batch(out, metrics, self.schema)
+                yield to_record_batch(out, measured, self.schema)
                 faults.maybe_inject(ctx)  # test-only; here, a task has handed Spark some output rows
         finally:
             progress.close()

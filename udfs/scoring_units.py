@@ -22,52 +22,46 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from udfs import model_outputs, workloads
+from engines.tasks import task as task_of
+from udfs import unit_values
+from udfs.contract import Prepared, Workload
+from udfs.model_outputs import Scored, run_units, tokenize_units
 from udfs.tokenize import CHARS_PER_TOKEN, TRUNCATION
 
 KEY_VERSION = 2  # bump when anything a result depends on, or the key's encoding, changes
 INVALID = "_invalid"
-TOP_K_DDL = "array<struct<label: string, score: double>>"
-# The result columns of each artifact task's unit, as the cache stores them. An embedding is its
-# float32 values as little-endian bytes (`embedding_bytes`), chosen when the scorer still went
-# through mapInPandas, which converts an array column from pandas one element at a time in Python
-# (about 20 s per 89,000 384-wide embeddings on one core, docs/performance.md); it stays the
-# cache's format (VALUE_FORMAT), one buffer per batch in Arrow and Parquet.
-VALUE_DDL = {
-    "pair-classification": "score double",
-    "text-classification": f"intent string, confidence double, top_k {TOP_K_DDL}",
-    "embedding": "embedding binary",
-}
-VALUE_FORMAT = 2  # bump when VALUE_DDL's encoding changes: caches ignore entries of another format
-EMBEDDING_DTYPE = np.dtype("<f4")
-VALUE_COLUMNS = {"pair-classification": ("score",), "text-classification": ("intent", "confidence", "top_k"),
-                 "embedding": ("embedding",)}
+# Bump when the encoding of a task's value_ddl (engines/tasks.py) changes: caches ignore entries
+# of another format. An embedding is its float32 values as little-endian bytes, chosen when the
+# scorer still went through mapInPandas, which converts an array column from pandas one element
+# at a time in Python (about 20 s per 89,000 384-wide embeddings on one core, docs/performance.md).
+VALUE_FORMAT = 2
 
 
 @dataclasses.dataclass(frozen=True)
 class UnitSpec:
-    """The run-wide part of every key: task, effective max_seq_len and the head's settings."""
+    """The run-wide part of every key: task, effective max_seq_len and the head's settings; and
+    the slots of a row (udfs/contract.py)."""
 
     task: str
     max_seq_len: int
-    top_k: int | None = None  # text-classification: part of the stored result
+    slots: tuple[str, ...]
+    head: tuple = ()  # the workload's head settings as sorted (name, value) items
 
-    @property
-    def slots(self) -> tuple[str, ...]:
-        """Units per input row: a bi-encoder pair has two (its sides), everything else one."""
-        return ("left", "right") if self.task == "embedding" else ("unit",)
+    @classmethod
+    def of(cls, workload: Workload, task: str, max_seq_len: int) -> "UnitSpec":
+        t = task_of(task)
+        return cls(task, max_seq_len, workload.slots(t), tuple(sorted(workload.head(t).items())))
 
     @property
     def value_ddl(self) -> str:
-        return VALUE_DDL[self.task]
+        return task_of(self.task).value_ddl
 
     @property
     def value_columns(self) -> tuple[str, ...]:
-        return VALUE_COLUMNS[self.task]
+        return task_of(self.task).value_columns
 
     def key_prefix(self) -> bytes:
-        head = {"top_k": self.top_k} if self.task == "text-classification" else {}
-        return json.dumps([KEY_VERSION, self.task, self.max_seq_len, TRUNCATION, CHARS_PER_TOKEN, head],
+        return json.dumps([KEY_VERSION, self.task, self.max_seq_len, TRUNCATION, CHARS_PER_TOKEN, dict(self.head)],
                           sort_keys=True).encode()
 
 
@@ -85,15 +79,6 @@ def unit_keys(prefix: bytes, texts: Iterable[Sequence[str]]) -> list[str]:
             h.update(data)
         keys.append(h.hexdigest())
     return keys
-
-
-def embedding_bytes(vector: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vector, dtype=EMBEDDING_DTYPE).tobytes()
-
-
-def embeddings(blobs) -> np.ndarray:
-    """[n, width] float32 from n `embedding_bytes` values (none of them null)."""
-    return np.frombuffer(b"".join(blobs), dtype=EMBEDDING_DTYPE).reshape(len(blobs), -1)
 
 
 def key_column(slot: str) -> str:
@@ -121,11 +106,12 @@ class Keyer:
 
     def __call__(self, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         prefix = self.spec.key_prefix()
+        task = task_of(self.spec.task)
         for frame in frames:
-            invalid, texts = self.workload.checked_texts(frame)
+            invalid, units = self.workload.checked_units(frame, task)
             ok = invalid == None  # noqa: E711 - elementwise on an object array
             out = {self.workload.id_column: frame[self.workload.id_column].to_numpy(), INVALID: invalid}
-            for slot, unit in zip(self.spec.slots, _unit_texts(self.spec, texts)):
+            for slot, unit in zip(self.spec.slots, units):
                 a, b = text_columns(slot)
                 keys = np.full(len(frame), None, dtype=object)
                 cols = [np.full(len(frame), None, dtype=object) for _ in range(2)]
@@ -138,16 +124,9 @@ class Keyer:
             yield pd.DataFrame(out)
 
 
-def _unit_texts(spec: UnitSpec, texts: list[pd.Series]) -> list[list[pd.Series]]:
-    """Per slot, the unit's texts: a cross-encoder's pair, a query, or one bi-encoder side."""
-    if spec.task == "embedding":
-        return [[side] for side in texts]
-    return [texts]
-
-
 class UnitScoring:
-    """The workload udfs/scorer.py runs over distinct units (`_key`, `_a`, `_b`): one result per
-    unit, in the cache's columns; `_tokens` is the unit's real tokens (what a cache hit saves)."""
+    """What udfs/scorer.py runs over distinct units (`_key`, `_a`, `_b`): one result per unit, in
+    the cache's columns; `_tokens` is the unit's real tokens (what a cache hit saves)."""
 
     def __init__(self, spec: UnitSpec):
         self.spec = spec
@@ -155,32 +134,19 @@ class UnitScoring:
     def output_ddl(self) -> str:
         return f"_key string, {self.spec.value_ddl}, truncated boolean, _tokens long, error string, _model string"
 
-    def prepare(self, runtime, frame: pd.DataFrame) -> workloads.Prepared:
-        a = frame["_a"].tolist()
-        if self.spec.task == "pair-classification":
-            tokenized = model_outputs.tokenize_pairs(runtime, a, frame["_b"].tolist())
-        else:
-            tokenized = model_outputs.tokenize_texts(runtime, a)
+    def prepare(self, runtime, frame: pd.DataFrame) -> Prepared:
+        texts = [frame["_a"].tolist()] + ([frame["_b"].tolist()] if task_of(self.spec.task).pair_input else [])
         ok = np.ones(len(frame), dtype=bool)
-        return workloads.Prepared(frame, np.full(len(frame), None, dtype=object), ok, tokenized)
+        return Prepared(frame, np.full(len(frame), None, dtype=object), ok, tokenize_units(runtime, [texts]))
 
-    def finish(self, runtime, prepared: workloads.Prepared, token_budget: int,
-               progress=None) -> tuple[pd.DataFrame, model_outputs.Scored]:
-        frame, tok = prepared.frame, prepared.tokenized
-        if self.spec.task == "pair-classification":
-            scored = model_outputs.run_pairs(runtime, tok, token_budget, progress)
-        else:
-            scored = model_outputs.run_texts(runtime, tok, token_budget, progress)
-        errors = np.asarray(scored.errors, dtype=object) if len(scored.errors) else np.full(len(frame), None, dtype=object)
+    def finish(self, runtime, prepared: Prepared, token_budget: int, progress=None) -> tuple[pd.DataFrame, Scored]:
+        task, tok = task_of(self.spec.task), prepared.tokenized
+        scored = run_units(runtime, tok, token_budget, progress)
+        errors = scored.errors[0]
         good = errors == None  # noqa: E711 - elementwise on an object array
-        out = {"_key": frame["_key"].to_numpy()}
-        if self.spec.task == "pair-classification":
-            out["score"] = np.where(good, scored.values, np.nan)
-        elif self.spec.task == "text-classification":
-            out["intent"], out["confidence"], out["top_k"] = workloads.intents(
-                scored.values, good, runtime.manifest.labels, self.spec.top_k)
-        else:  # float32 is what every engine returns, so the cache stores embeddings losslessly
-            out["embedding"] = [embedding_bytes(v) if g else None for v, g in zip(scored.values, good)]
+        values = unit_values.from_outputs(task, scored.outputs[0], good, runtime.manifest, dict(self.spec.head))
         # _model: the artifact that scored (--fallback-model's where a worker refused --model's)
-        out.update(truncated=scored.truncated, _tokens=tok.enc.lengths[tok.left], error=errors, _model=runtime.manifest.model_id)
+        out = {"_key": prepared.frame["_key"].to_numpy(), **unit_values.to_arrow(task, values, good),
+               "truncated": scored.truncated[0], "_tokens": tok.enc.lengths[tok.rows[0]], "error": errors,
+               "_model": runtime.manifest.model_id}
         return pd.DataFrame(out), scored

@@ -2,8 +2,9 @@
 
 SETUP    step_config (the steps, once what ``python -m emr add-step`` checks holds:
          emr/step_policy.py) -> create_cluster (a GPU profile, kept alive for the steps)
-BODY     add_steps (duplicates and query_intent, ``--run-date {{ ds }}``) -> one sensor per step
-         (EmrStepSensor, waiting as accel_scoring_sensors.py says)
+BODY     add_steps (the jobs the Variable configures, ``--run-date {{ ds }}``) -> one sensor per job
+         of emr.layout.JOBS (JobStepSensor, waiting as accel_scoring_sensors.py says; skipped for
+         a job the Variable does not configure)
 TEARDOWN terminate_cluster (trigger_rule ALL_DONE: runs when a step failed too)
          -> watcher (fails the run if anything upstream failed, since a successful teardown
             would otherwise leave the run green)
@@ -22,18 +23,17 @@ from datetime import datetime
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 from airflow.providers.amazon.aws.operators.emr import (EmrAddStepsOperator, EmrCreateJobFlowOperator,
                                                         EmrTerminateJobFlowOperator)
-from airflow.providers.amazon.aws.sensors.emr import EmrStepSensor
 from airflow.sdk import DAG, Param, TriggerRule, Variable, task
 
-from accel_scoring_sensors import sensor_mode, step_sensor_args
-from emr.deployment import VARIABLE, checked_scoring_steps, cluster_request, merged
+from accel_scoring_sensors import JobStepSensor, sensor_mode, step_sensor_args
+from emr.deployment import VARIABLE, checked_scoring_steps, cluster_request, merged, selected_jobs
 from emr.layout import JOBS
 
 SENSORS = sensor_mode()
 
 with DAG(
     dag_id="accel_scoring_emr",
-    description="Score duplicates and query intent on a transient EMR GPU cluster",
+    description="Score the configured jobs on a transient EMR GPU cluster",
     schedule="@daily",
     start_date=datetime(2026, 1, 1),
     catchup=False,
@@ -51,30 +51,27 @@ with DAG(
         settings = merged(Variable.get(VARIABLE, deserialize_json=True), params)
         return cluster_request(settings, dag_run=run_id or "")
 
-    @task
-    def step_config(run_date: str, params=None) -> list:
+    @task(multiple_outputs=True)
+    def step_config(run_date: str, params=None) -> dict:
         """The steps, once add-step's checks hold: a cluster is created only for steps that can run."""
         settings = merged(Variable.get(VARIABLE, deserialize_json=True), params)
-        return checked_scoring_steps(settings, run_date, s3=AwsBaseHook(client_type="s3").get_conn(), emr=None)
+        s3 = AwsBaseHook(client_type="s3").get_conn()
+        return {"steps": checked_scoring_steps(settings, run_date, s3=s3, emr=None), "jobs": selected_jobs(settings)}
 
     # [START accel_scoring_emr_tasks]
     job_flow = cluster_config()
-    steps = step_config(run_date="{{ ds }}")
+    config = step_config(run_date="{{ ds }}")
     create_cluster = EmrCreateJobFlowOperator(
         task_id="create_cluster", job_flow_overrides=job_flow, emr_conn_id=None,
     )
-    steps >> create_cluster  # no cluster is created for steps that cannot run
+    config >> create_cluster  # no cluster is created for steps that cannot run
     add_steps = EmrAddStepsOperator(
-        task_id="add_steps", job_flow_id=create_cluster.output, steps=steps,
+        task_id="add_steps", job_flow_id=create_cluster.output, steps=config["steps"],
     )
     watchers = [
-        EmrStepSensor(
-            task_id=f"watch_{job}", job_flow_id=create_cluster.output,
-            # add_steps returns the step ids in emr.layout.JOBS order
-            step_id=f"{{{{ ti.xcom_pull(task_ids='add_steps')[{index}] }}}}",
-            **step_sensor_args(SENSORS),
-        )
-        for index, job in enumerate(JOBS)
+        JobStepSensor(job=job, config_task="step_config", job_flow_id=create_cluster.output,
+                      **step_sensor_args(SENSORS))
+        for job in JOBS
     ]
     terminate_cluster = EmrTerminateJobFlowOperator(
         task_id="terminate_cluster", job_flow_id=create_cluster.output,

@@ -23,7 +23,9 @@ import os
 from datetime import timedelta
 from typing import Any
 
+from airflow.providers.amazon.aws.sensors.emr import EmrStepSensor
 from airflow.sdk import Variable
+from airflow.sdk.exceptions import AirflowSkipException
 
 from emr.deployment import VARIABLE
 
@@ -71,3 +73,22 @@ def container_sensor_args(mode: str) -> dict[str, Any]:
     if mode == "deferrable":
         return {**wait, "deferrable": True, "poll_interval": POKE_SECONDS, "max_retries": _CHECKS}
     return {**wait, "mode": "reschedule", "poke_interval": POKE_SECONDS, "max_retries": 1}
+
+
+class JobStepSensor(EmrStepSensor):
+    """EmrStepSensor for one job of ``emr.layout.JOBS``: its step is the one ``add_steps`` added for
+    the job, found by the job's place in the list ``config_task`` returned (key ``jobs``, in
+    ``add_steps``' order); where the Variable configures no such job it is skipped, so one DAG
+    serves deployments that run any of the jobs."""
+
+    def __init__(self, *, job: str, config_task: str, **kwargs) -> None:
+        super().__init__(task_id=f"watch_{job}", step_id="", **kwargs)
+        self.job, self.config_task = job, config_task
+
+    def execute(self, context):
+        ti = context["ti"]
+        jobs = ti.xcom_pull(task_ids=self.config_task, key="jobs") or []
+        if self.job not in jobs:
+            raise AirflowSkipException(f"Variable {VARIABLE!r} configures no {self.job} job")
+        self.step_id = ti.xcom_pull(task_ids="add_steps")[jobs.index(self.job)]
+        return super().execute(context)

@@ -28,8 +28,11 @@ JOBS_SETTINGS = {
     "query_intent": {"input": "s3://data/queries/", "output": "s3://data/intents/",
                      "model": PREFIX + "models/minilm-intent/1.0/", "args": ["--top-k", "3"]},
 }
+EMBED_TEXTS = {"input": "s3://data/catalogue/", "output": "s3://data/embeddings/",
+               "model": PREFIX + "models/minilm/1.0/"}
 MODES = ("deferrable", "reschedule")
-WATCH = ["watch_duplicates", "watch_query_intent"]  # the sensors, in every DAG
+WATCH = ["watch_duplicates", "watch_query_intent"]  # the sensors of the jobs JOBS_SETTINGS configures
+SENSORS = [*WATCH, "watch_embed_texts"]  # every DAG's, one per job of emr.layout.JOBS
 TWELVE_HOURS = 12 * 3600
 POKE_SECONDS = 1  # ACCEL_SCORING_POKE_SECONDS in conftest.py
 
@@ -134,7 +137,7 @@ def test_an_unknown_sensor_mode_fails_the_import(airflow_db) -> None:
 def test_step_sensors_free_the_worker_for_12_hours(dagbag, mode, dag_id) -> None:
     from airflow.providers.amazon.aws.sensors.emr import EmrStepSensor
 
-    sensors = [_dag(dagbag, dag_id).task_dict[task_id] for task_id in WATCH]
+    sensors = [_dag(dagbag, dag_id).task_dict[task_id] for task_id in SENSORS]
     for sensor in sensors:
         assert isinstance(sensor, EmrStepSensor)
         assert (sensor.poke_interval, sensor.timeout) == (POKE_SECONDS, TWELVE_HOURS)
@@ -148,7 +151,7 @@ def test_step_sensors_free_the_worker_for_12_hours(dagbag, mode, dag_id) -> None
 def test_eks_sensors_free_the_worker_for_12_hours(dagbag, mode) -> None:
     from airflow.providers.amazon.aws.sensors.emr import EmrContainerSensor
 
-    sensors = [_dag(dagbag, "accel_scoring_eks").task_dict[task_id] for task_id in WATCH]
+    sensors = [_dag(dagbag, "accel_scoring_eks").task_dict[task_id] for task_id in SENSORS]
     for sensor in sensors:
         assert isinstance(sensor, EmrContainerSensor)
         assert sensor.timeout == TWELVE_HOURS
@@ -167,11 +170,11 @@ def test_transient_cluster_dag_shape(dagbag) -> None:
 
     dag = _dag(dagbag, "accel_scoring_emr")
     tasks = dag.task_dict
-    assert set(tasks) == {"cluster_config", "create_cluster", "step_config", "add_steps",
-                          "watch_duplicates", "watch_query_intent", "terminate_cluster", "watcher"}
+    assert set(tasks) == {"cluster_config", "create_cluster", "step_config", "add_steps", *SENSORS,
+                          "terminate_cluster", "watcher"}
     assert tasks["terminate_cluster"].trigger_rule == TriggerRule.ALL_DONE
     assert tasks["watcher"].trigger_rule == TriggerRule.ONE_FAILED
-    assert tasks["terminate_cluster"].upstream_task_ids >= {"watch_duplicates", "watch_query_intent"}
+    assert tasks["terminate_cluster"].upstream_task_ids >= set(SENSORS)
     assert tasks["add_steps"].upstream_task_ids == {"create_cluster", "step_config"}
     assert "create_cluster" in tasks["cluster_config"].downstream_task_ids
 
@@ -188,6 +191,7 @@ def test_transient_cluster_dag_runs_both_jobs_and_terminates(dagbag, mode, aws, 
     states = _states(run)
     assert str(run.state) == "success", states
     assert states["watcher"] == "skipped"
+    assert states["watch_embed_texts"] == "skipped"  # the Variable configures two of the three jobs
     _waited(run, mode, inline_triggers, "EmrStepSensorTrigger", WATCH)
     cluster_id = _only_cluster()
     assert moto_support.cluster_state(cluster_id) == "TERMINATED"
@@ -270,6 +274,28 @@ def test_existing_cluster_dag_adds_steps_and_leaves_cluster_running(dagbag, mode
     assert len(boto3.client("emr").list_steps(ClusterId=cluster_id)["Steps"]) == 2
 
 
+def test_existing_cluster_dag_runs_all_three_jobs_and_watches_each_ones_step(dagbags, aws, stage, set_variable,
+                                                                             end_on_second_look) -> None:
+    """With embed_texts configured too: three steps, and each sensor watches its own job's step
+    (the embeddings step fails; its sensor alone fails)."""
+    import boto3
+
+    from emr.deployment import cluster_request
+
+    stage(PREFIX)
+    settings = {"prefix": PREFIX, "log_uri": "s3://deploy/logs/", "jobs": {**JOBS_SETTINGS, "embed_texts": EMBED_TEXTS}}
+    cluster_id = boto3.client("emr").run_job_flow(**cluster_request(settings))["JobFlowId"]
+    set_variable({**settings, "cluster_id": cluster_id})
+    end_on_second_look(lambda step: {"state": "FAILED", "reason": "Unknown Error.", "message": "exit 1",
+                                     "log_file": "s3://deploy/logs/stderr.gz"} if "embed_texts" in step.name else {})
+    run = _dag(dagbags["reschedule"], "accel_scoring_emr_existing").test(logical_date=RUN_DATE)
+    states = _states(run)
+    assert [states[t] for t in SENSORS] == ["success", "success", "failed"], states
+    steps = boto3.client("emr").list_steps(ClusterId=cluster_id)["Steps"]
+    assert sorted(s["Name"] for s in steps) == ["score-duplicates-2026-11-01", "score-embed_texts-2026-11-01",
+                                                "score-query_intent-2026-11-01"]
+
+
 def test_transient_cluster_dag_creates_no_cluster_for_steps_the_archive_cannot_run(dagbags, aws, stage,
                                                                                   set_variable) -> None:
     """--backend tensorrt on a staged archive without TensorRT: add-step's refusal, before any
@@ -331,7 +357,9 @@ def test_eks_dag_runs_both_jobs_on_neuroncores(dagbag, mode, aws, stage, set_var
     set_variable(settings)
     end_on_second_look()
     run = _dag(dagbag, "accel_scoring_eks").test(logical_date=RUN_DATE)
-    assert str(run.state) == "success", _states(run)
+    states = _states(run)
+    assert str(run.state) == "success", states
+    assert (states["submit_embed_texts"], states["watch_embed_texts"]) == ("skipped", "skipped")  # not configured
     _waited(run, mode, inline_triggers, "EmrContainerTrigger", WATCH)
     runs = moto_support.job_runs()
     assert len(runs) == 2

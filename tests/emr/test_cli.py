@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from emr import gpu_envs, packaging
+from emr import gpu_envs, layout, packaging
 from emr.cli import main
 from tests import moto_support
 
@@ -42,7 +42,7 @@ def sources(tmp_path: Path) -> dict[str, Path]:
     with tarfile.open(dist / "accel-scoring-env.tar.gz", "w:gz") as tar:
         info = tarfile.TarInfo("bin/python")
         tar.addfile(info)
-    for job in ("duplicates", "query_intent"):
+    for job in layout.JOBS:
         (jobs / f"{job}.py").write_text(f"# {job} entry point\n")
     files = {"model.onnx": b"onnx" * 100, "tokenizer/tokenizer.json": b"{}"}
     for rel, data in files.items():
@@ -99,7 +99,7 @@ def _step_run_to_completion(cluster_id: str, capsys) -> tuple[int, str]:
 
 def test_stage_uploads_with_checksums_then_skips_unchanged(staged, s3, aws, capsys) -> None:
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket="deploy")["Contents"]}
-    assert {"accel/v1/jobs/duplicates.py", "accel/v1/jobs/query_intent.py",
+    assert {"accel/v1/jobs/duplicates.py", "accel/v1/jobs/query_intent.py", "accel/v1/jobs/embed_texts.py",
             "accel/v1/package/accel_scoring.zip", "accel/v1/package/accel_scoring-0.1.0-py3-none-any.whl",
             "accel/v1/env/accel-scoring-env.tar.gz", "accel/v1/scripts/gpu-cgroup-bootstrap.sh",
             "accel/v1/scripts/get_neuroncores.py", "accel/v1/eks/executor-pod-template.yaml",

@@ -76,6 +76,18 @@ def test_steps_for_both_jobs_in_order_with_the_run_date() -> None:
     assert args[-4:] == ["--run-date", "2026-11-01", "--backend", "onnx"]
 
 
+def test_the_jobs_the_variable_configures_run_in_the_job_lists_order() -> None:
+    embed = {"input": "s3://d/t/", "output": "s3://d/e/", "model": "s3://m/emb/"}
+    steps = scoring_steps({**SETTINGS, "jobs": {"embed_texts": embed, **JOBS}}, "2026-11-01")
+    assert [s["Name"] for s in steps] == ["score-duplicates-2026-11-01", "score-query_intent-2026-11-01",
+                                          "score-embed_texts-2026-11-01"]
+    assert steps[2]["HadoopJarStep"]["Args"][-6:-2] == ["--output", "s3://d/e/", "--model", "s3://m/emb/"]
+    assert [s["Name"] for s in scoring_steps({**SETTINGS, "jobs": {"embed_texts": embed}}, "2026-11-01")] == [
+        "score-embed_texts-2026-11-01"]
+    with pytest.raises(EmrError, match="has no jobs.embed_texts settings"):
+        scoring_steps({**SETTINGS, "run_jobs": ["embed_texts"]}, "2026-11-01")
+
+
 def test_a_configured_cache_gives_each_job_its_own_folder() -> None:
     steps = scoring_steps({**SETTINGS, "cache": "s3://deploy/cache"}, "2026-11-01")
     for step, job in zip(steps, ("duplicates", "query_intent")):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from emr import envinfo, gpu_envs, packaging
+from emr import envinfo, gpu_envs, layout, packaging
 from emr.cli import main
 from emr.cluster import DEFAULT_SERVICE_ROLE
 from emr.profiles import DEFAULT_RELEASE_LABEL
@@ -392,7 +392,7 @@ def _stage(s3, dist: Path, archive_dists: dict[str, str], *, manifest: bool = Tr
         envinfo.write_manifest(archive)
     jobs = dist.parent / "jobs"
     jobs.mkdir(exist_ok=True)
-    for job in ("duplicates", "query_intent"):
+    for job in layout.JOBS:
         (jobs / f"{job}.py").write_text("# entry point\n")
     assert main(["stage", "--prefix", PREFIX, "--dist", str(dist), "--jobs-dir", str(jobs)]) == 0
 
