@@ -24,8 +24,8 @@ TOP_K_TYPE = pa.list_(  # engines/tasks.TOP_K_DDL in Arrow
 def from_outputs(task: Task, outputs: np.ndarray, good: np.ndarray, manifest, head: dict) -> dict:
     """The units' values from the engine's outputs ([n, width], one row per unit); `good`: the
     units the engine scored. Where `good` is False: NaN, null or a NaN row."""
-    if task.embeds:
-        return {"embedding": np.where(good[:, None], outputs, np.nan)}
+    if task.embeds:  # the engine leaves a failed unit's row NaN (udfs/execute.py)
+        return {"embedding": outputs}
     if not task.pair_input:
         return dict(zip(("intent", "confidence", "top_k"), intents(outputs, good, manifest.labels, head["top_k"])))
     scores = heads.positive_probability(outputs, manifest.positive_label or 0) if len(outputs) else np.zeros(0)
@@ -52,6 +52,8 @@ def from_arrow(task: Task, columns: dict[str, pa.Array]) -> dict:
 
 def mask(values: dict, keep: np.ndarray) -> dict:
     """`values` with NaN, null or a NaN row wherever `keep` is False."""
+    if keep.all():
+        return values
     out = {}
     for name, v in values.items():
         if isinstance(v, pd.arrays.ArrowExtensionArray):
@@ -66,6 +68,8 @@ def mask(values: dict, keep: np.ndarray) -> dict:
 
 def scatter(values: dict, ok: np.ndarray) -> dict:
     """Values of the rows where `ok` is True, spread over all rows (no result elsewhere)."""
+    if ok.all():
+        return values
     out, n = {}, len(ok)
     where = np.flatnonzero(ok)
     for name, v in values.items():

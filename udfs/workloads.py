@@ -81,11 +81,12 @@ class Duplicates(Workload):
         return invalid, ([[left], [right]] if task.embeds else [[left, right]])
 
     def values(self, task: Task, results: dict[str, dict], ok: np.ndarray, manifest) -> dict:
-        score = np.full(len(ok), np.nan)
         if task.embeds:
-            score[ok] = heads.cosine(results["left"]["embedding"][ok], results["right"]["embedding"][ok])
+            left, right = results["left"]["embedding"], results["right"]["embedding"]
+            score = np.full(len(ok), np.nan)
+            score[ok] = heads.cosine(left, right) if ok.all() else heads.cosine(left[ok], right[ok])
         else:
-            score[ok] = results["pair"]["score"][ok]
+            score = np.where(ok, results["pair"]["score"], np.nan)
         threshold = manifest.threshold if self.threshold is None else self.threshold
         scored = ~np.isnan(score)  # a zero-norm embedding has no cosine: no label either
         return {"score": score,
