@@ -22,7 +22,6 @@ class Task:
     # The rows the compile-time score gate judges (engines/probes.scored_rows): "pairs" of texts
     # (a cross-encoder's input, or two embeddings compared by cosine) or single "texts".
     gate_rows: str
-    unit_noun: str  # what one unit is, for progress lines: "pairs", "queries", "texts"
 
     @property
     def embeds(self) -> bool:
@@ -36,14 +35,12 @@ class Task:
 TOP_K_DDL = "array<struct<label: string, score: double>>"
 
 TABLE = {t.name: t for t in (
-    Task("pair-classification", pair_input=True, output="logits", value_ddl="score double",
-         gate_rows="pairs", unit_noun="pairs"),
+    Task("pair-classification", pair_input=True, output="logits", value_ddl="score double", gate_rows="pairs"),
     Task("text-classification", pair_input=False, output="logits",
-         value_ddl=f"intent string, confidence double, top_k {TOP_K_DDL}", gate_rows="texts", unit_noun="queries"),
+         value_ddl=f"intent string, confidence double, top_k {TOP_K_DDL}", gate_rows="texts"),
     # An embedding unit's value is its float32 vector as little-endian bytes: one buffer per batch in
     # Arrow and Parquet (udfs/unit_values.py, docs/performance.md).
-    Task("embedding", pair_input=False, output="embedding", value_ddl="embedding binary",
-         gate_rows="pairs", unit_noun="texts"),
+    Task("embedding", pair_input=False, output="embedding", value_ddl="embedding binary", gate_rows="pairs"),
 )}
 TASKS = tuple(TABLE)
 

@@ -325,7 +325,7 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in
         try:
             counts = plan.count()
             faults.at_driver_step(faults.UNITS_PERSISTED, spark.sparkContext.applicationId)
-            unit = task_of(manifest.task).unit_noun
+            unit = workload.unit_noun(task_of(manifest.task))
             console.say(f"{start}; {counts.distinct:,} distinct {unit}"
                         + (f", {counts.cached:,} of them in the cache" if cache else ""))
             engine_obs, row_obs = Observation("accel_scoring_units"), Observation("accel_scoring_rows")

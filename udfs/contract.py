@@ -84,6 +84,10 @@ class Workload(abc.ABC):
         return {}
 
     @abc.abstractmethod
+    def unit_noun(self, task: Task) -> str:
+        """What one unit is, for the run-level plan's progress lines: "pairs", "queries", "texts"."""
+
+    @abc.abstractmethod
     def checked_units(self, frame: pd.DataFrame, task: Task) -> tuple[np.ndarray, list[list[pd.Series]]]:
         """(why each row cannot be scored, or None; per slot, the unit's texts: two Series for a
         pair-input artifact, one otherwise)."""

@@ -60,6 +60,9 @@ class Duplicates(Workload):
         return _flag_columns(self, {"id_column": ("--id-column", [self.id_column]),
                                     "fields": ("--fields", self.text_columns)})
 
+    def unit_noun(self, task: Task) -> str:
+        return "texts" if task.embeds else "pairs"
+
     def default_dedup(self, task: Task) -> str:
         return "run" if task.embeds else "batch"  # a product is a side of many candidate pairs
 
@@ -113,6 +116,9 @@ class QueryIntent(Workload):
         return _flag_columns(self, {"id_column": ("--id-column", [self.id_column]),
                                     "query_column": ("--query-column", [self.query_column])})
 
+    def unit_noun(self, task: Task) -> str:
+        return "queries"
+
     def head(self, task: Task) -> dict:
         return {"top_k": self.top_k}
 
@@ -147,6 +153,9 @@ class EmbedTexts(Workload):
     def flag_columns(self) -> dict[str, str]:
         return _flag_columns(self, {"id_column": ("--id-column", [self.id_column]),
                                     "text_column": ("--text-column", [self.text_column])})
+
+    def unit_noun(self, task: Task) -> str:
+        return "texts"
 
     def default_dedup(self, task: Task) -> str:
         return "run"  # a catalogue repeats its texts across batches: each is embedded once per run
