@@ -4,10 +4,10 @@ without Spark.
 
 It shows whether the run passed (its exit code and why it failed), the headline figures and the
 cost line, what was scored per second over the scoring stage, where task time went, rows by
-status and invalid reason, padding efficiency, per-task durations with stragglers marked, and
-the devices that scored. Rows are input rows; the chart, the tasks and the devices count the
-summary's `scored_unit`, which in the run-level plan is the distinct texts, pairs or queries
-(jobs/timeline.py), and say so.
+status and invalid reason, padding efficiency, per-task durations with stragglers marked, the
+devices that scored, and executors lost and S3 requests retried where there were any. Rows are
+input rows; the chart, the tasks and the devices count the summary's `scored_unit`, which in the
+run-level plan is the distinct texts, pairs or queries (jobs/timeline.py), and say so.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def render(summary: dict) -> str:
     s = summary
     unit = s["scored_unit"]
     body = "\n".join([_headline(s), _throughput(s["timeline"], unit, s["scoring_seconds"]), _time_split(s),
-                      _statuses(s), _padding(s), _tasks(s["tasks"], unit), _devices(s), _cost(s["cost"])])
+                      _statuses(s), _padding(s), _tasks(s["tasks"], unit), _devices(s), _faults(s), _cost(s["cost"])])
     title = _esc(f"{s['job']} {s['run_date']}")
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f"<style>{_STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
@@ -153,6 +153,25 @@ def _devices(s: dict) -> str:
              f"<th>{_esc(s['scored_unit'])} scored</th></tr>{rows}</table>")
     return _section("Devices", f"<p>backend {_esc(s['backend'])}, {s['engine_loads']} engine loads, "
                                f"{s['batch_retries']} batch retries</p>" + table)
+
+
+def _faults(s: dict) -> str:
+    """Executors that left during the run and S3 requests retried (jobs/executor_losses.py,
+    jobs/s3_requests.py); nothing where there were none."""
+    left = s.get("executors_left") or []
+    s3 = s.get("s3") or {}
+    boto3, s3a = s3.get("boto3_retries") or {}, s3.get("s3a_driver_jvm") or {}
+    if not left and not any(boto3.values()) and not any(s3a.values()):
+        return ""
+    rows = "".join(f"<tr><td>{_esc(e['id'])}</td><td>{_esc(e['host'])}</td>"
+                   f"<td>{'decommissioned' if e['decommissioned'] else 'lost'}</td>"
+                   f"<td>{_esc(e['reason'] or '–')}</td></tr>" for e in left)
+    executors = (f'<table id="executors-left"><tr><th>executor</th><th>host</th><th>how</th><th>reason</th></tr>'
+                 f"{rows}</table>" if left else "<p>No executor left during the run.</p>")
+    retried = (f'<p id="s3-retries">S3: boto3 retried {boto3.get("driver") or 0} requests on the driver and '
+               f'{boto3.get("workers") or 0} on the workers; s3a on the driver made {s3a.get("requests") or 0} '
+               f'requests, {s3a.get("throttled") or 0} throttled, {s3a.get("retries") or 0} retried.</p>')
+    return _section("Executors lost and S3 retries", executors + retried)
 
 
 def _cost(cost: dict) -> str:

@@ -134,6 +134,19 @@ def test_live_samples_give_rows_inside_arrow_batches_and_none_without_datagrams(
     assert timeline.from_samples([(100.0, 0), (101.0, 0), (102.0, 121)], 100.0, 102.0) is None  # nothing arrived
 
 
+def test_executors_lost_and_s3_retries_show_only_where_there_were_any():
+    quiet = report.render({**canned_summary(), "executors_left": [],
+                           "s3": {"boto3_retries": {"driver": 0, "workers": 0}, "s3a_driver_jvm": {"requests": 0}}})
+    assert "executors-left" not in quiet and "s3-retries" not in quiet
+    left = {"id": "3", "host": "10.0.0.7", "decommissioned": True, "removed": True,
+            "reason": "worker <b>decommissioned</b>"}
+    page = report.render({**canned_summary(), "executors_left": [left],
+        "s3": {"boto3_retries": {"driver": 0, "workers": 2}, "s3a_driver_jvm": {"requests": 501, "throttled": 3,
+                                                                                  "retries": 0}}})
+    assert "<td>3</td><td>10.0.0.7</td><td>decommissioned</td><td>worker &lt;b&gt;decommissioned&lt;/b&gt;</td>" in page
+    assert "2 on the workers; s3a on the driver made 501 requests, 3 throttled, 0 retried" in page
+
+
 def test_a_run_level_report_counts_texts_where_it_counts_texts_and_shows_a_failed_run():
     """Issue #25: the demo's headline said 10,000 rows while its chart, task bars and devices
     table summed the 8,877 distinct texts under the name of rows."""
