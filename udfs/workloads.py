@@ -96,25 +96,45 @@ class Duplicates(Workload):
                 "is_duplicate": pd.array(np.where(scored, score >= threshold, None), dtype="boolean")}
 
 
+class _OneText(Workload):
+    """A row of an id and one text column, one unit per row: what QueryIntent and EmbedTexts share.
+    Subclasses name the unit's slot and the dataclass field that names the text column (its flag
+    is that field's name as a flag)."""
+
+    slot: str
+    text_field: str
+
+    @property
+    def text_column_name(self) -> str:
+        return getattr(self, self.text_field)
+
+    def slots(self, task: Task) -> tuple[str, ...]:
+        return (self.slot,)
+
+    @property
+    def text_columns(self) -> list[str]:
+        return [self.text_column_name]
+
+    def flag_columns(self) -> dict[str, str]:
+        return _flag_columns(self, {"id_column": ("--id-column", [self.id_column]),
+                                    self.text_field: ("--" + self.text_field.replace("_", "-"), self.text_columns)})
+
+    def checked_units(self, frame: pd.DataFrame, task: Task) -> tuple[np.ndarray, list[list[pd.Series]]]:
+        texts = frame[self.text_column_name]
+        invalid = validate.first_problem(_id_problems(frame, self.id_column),
+                                         validate.text_problems(texts, self.text_column_name))
+        return invalid, [[texts]]
+
+
 @dataclasses.dataclass(frozen=True)
-class QueryIntent(Workload):
+class QueryIntent(_OneText):
     """Search queries: `query_id` and `query` (names settable); intent, confidence, top-k."""
 
     id_column: str = "query_id"
     query_column: str = "query"
     top_k: int = 3
     tasks = ("text-classification",)
-
-    def slots(self, task: Task) -> tuple[str, ...]:
-        return ("query",)
-
-    @property
-    def text_columns(self) -> list[str]:
-        return [self.query_column]
-
-    def flag_columns(self) -> dict[str, str]:
-        return _flag_columns(self, {"id_column": ("--id-column", [self.id_column]),
-                                    "query_column": ("--query-column", [self.query_column])})
+    slot, text_field = "query", "query_column"
 
     def unit_noun(self, task: Task) -> str:
         return "queries"
@@ -125,34 +145,18 @@ class QueryIntent(Workload):
     def value_ddl(self) -> str:
         return "intent string, confidence double, top_k array<struct<label: string, score: double>>"
 
-    def checked_units(self, frame: pd.DataFrame, task: Task) -> tuple[np.ndarray, list[list[pd.Series]]]:
-        queries = frame[self.query_column]
-        invalid = validate.first_problem(_id_problems(frame, self.id_column),
-                                         validate.text_problems(queries, self.query_column))
-        return invalid, [[queries]]
-
     def values(self, task: Task, results: dict[str, dict], ok: np.ndarray, manifest) -> dict:
         return unit_values.mask(results["query"], ok)
 
 
 @dataclasses.dataclass(frozen=True)
-class EmbedTexts(Workload):
+class EmbedTexts(_OneText):
     """Texts to embed: `id` and `text` (names settable); each text's vector and its width."""
 
     id_column: str = "id"
     text_column: str = "text"
     tasks = ("embedding",)
-
-    def slots(self, task: Task) -> tuple[str, ...]:
-        return ("text",)
-
-    @property
-    def text_columns(self) -> list[str]:
-        return [self.text_column]
-
-    def flag_columns(self) -> dict[str, str]:
-        return _flag_columns(self, {"id_column": ("--id-column", [self.id_column]),
-                                    "text_column": ("--text-column", [self.text_column])})
+    slot, text_field = "text", "text_column"
 
     def unit_noun(self, task: Task) -> str:
         return "texts"
@@ -162,12 +166,6 @@ class EmbedTexts(Workload):
 
     def value_ddl(self) -> str:
         return "embedding array<float>, dim int"
-
-    def checked_units(self, frame: pd.DataFrame, task: Task) -> tuple[np.ndarray, list[list[pd.Series]]]:
-        texts = frame[self.text_column]
-        invalid = validate.first_problem(_id_problems(frame, self.id_column),
-                                         validate.text_problems(texts, self.text_column))
-        return invalid, [[texts]]
 
     def values(self, task: Task, results: dict[str, dict], ok: np.ndarray, manifest) -> dict:
         vectors = results["text"]["embedding"]
