@@ -12,7 +12,7 @@ TORCH_CPU_INDEX_URL ?=
 STAMP := $(VENV)/.installed
 DEMO_ROWS ?= 10000
 
-.PHONY: venv spark-conf demo test s3a-jars package bench bench-commit bench-int8 ray-venv device-kit clean
+.PHONY: venv spark-conf demo test s3a-jars iceberg-jars package bench bench-commit bench-int8 ray-venv device-kit clean
 
 include emr/package.mk emr/airflow.mk
 
@@ -55,9 +55,15 @@ demo: $(STAMP)
 s3a-jars: $(STAMP)
 	$(PY) -m local_aws.s3a_jars
 
+# Apache Iceberg's Spark runtime for tests/test_tables.py and local Iceberg outputs (README.md,
+# "Output tables"): taken once from a PyPI wheel into ~/.cache/accel-scoring/iceberg-jars/ with the
+# Jackson classes it lacks, each input checked against the sha256 in local_aws/iceberg_jars.py.
+iceberg-jars: $(STAMP)
+	$(PY) -m local_aws.iceberg_jars
+
 # The Airflow DAG tests run in their own venv (emr/airflow.mk): Airflow's pins clash with Spark's.
 # Then the Spark tests again on Spark 4.1 (spark4.mk).
-test: $(STAMP) $(AIRFLOW_STAMP) $(SPARK4_STAMP) s3a-jars
+test: $(STAMP) $(AIRFLOW_STAMP) $(SPARK4_STAMP) s3a-jars iceberg-jars
 	$(PY) -m pytest --ignore=tests/airflow
 	$(MAKE) --no-print-directory test-airflow
 	$(MAKE) --no-print-directory test-spark4

@@ -5,7 +5,7 @@ of a hadoop-aws 3.3.x jar reachable here is inside the `sagemaker-pyspark` sourc
 PyPI (`deps/jars/`): hadoop-aws 3.3.1 and aws-java-sdk-bundle 1.11.901, the pair Hadoop 3.3.1
 was released with, on the same 3.3 line as Spark 3.5's Hadoop client. `fetch()` downloads that
 archive once with pip, extracts only the two jars, checks them against the sha256 values pinned
-here and keeps them under ~/.cache/accel-scoring/s3a-jars/ (never in the checkout).
+here and keeps them under ~/.cache/accel-scoring/s3a-jars/ (never in the checkout): local_aws/pinned_jars.py.
 
 `make s3a-jars` (a prerequisite of `make test`) runs `python -m local_aws.s3a_jars`, which prints
 the jars' paths as a `--jars` value.
@@ -17,15 +17,9 @@ skips, saying so (`unusable_reason`).
 """
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import tarfile
-import tempfile
 from pathlib import Path
 
-from engines.artifact import sha256_file
+from local_aws import pinned_jars
 
 SDIST = "sagemaker-pyspark==1.4.5"
 MEMBER_DIR = "sagemaker_pyspark-1.4.5/deps/jars/"
@@ -61,55 +55,22 @@ def for_this_spark() -> list[Path] | None:
 
 
 def cache_dir() -> Path:
-    """Outside the checkout, so a fresh clone of the same machine reuses it; the README's
-    `--jars` line names this folder."""
-    return Path.home() / ".cache" / "accel-scoring" / "s3a-jars"
+    """Outside the checkout; the README's `--jars` line names this folder."""
+    return pinned_jars.cache_root() / "s3a-jars"
 
 
 def cached(root: Path | None = None) -> list[Path] | None:
     """The jars when fetch() has put them in place (it checks them before it does), else None."""
-    folder = Path(root or cache_dir())
-    paths = [folder / name for name in JARS]
-    return paths if all(p.is_file() for p in paths) else None
+    return pinned_jars.cached(Path(root or cache_dir()), JARS)
 
 
 def fetch(root: Path | None = None) -> list[Path]:
-    """The two jars, downloaded and checked on first use. The folder is filled in a temporary
-    sibling and renamed into place only when both jars match their sha256, so a folder that
-    exists holds checked jars."""
-    folder = Path(root or cache_dir())
-    found = cached(folder)
-    if found:
-        return found
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".s3a-jars-", dir=folder.parent) as tmp:
-        download = Path(tmp) / "download"
-        proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                               "--disable-pip-version-check", "-d", str(download), SDIST],
-                              capture_output=True, text=True)
-        if proc.returncode:
-            raise RuntimeError(f"pip could not download {SDIST}:\n{proc.stdout}{proc.stderr}")
-        (archive,) = download.glob("*.tar.gz")
-        staged = Path(tmp) / "jars"
-        staged.mkdir()
-        with tarfile.open(archive) as tar:
-            for name, expected in JARS.items():
-                source = tar.extractfile(MEMBER_DIR + name)
-                with open(staged / name, "wb") as out:
-                    shutil.copyfileobj(source, out, 1 << 20)
-                actual = sha256_file(staged / name)
-                if actual != expected:
-                    raise RuntimeError(f"{name} from {SDIST} has sha256 {actual}; local_aws/s3a_jars.py pins {expected}")
-        try:
-            os.rename(staged, folder)
-        except OSError:  # another run put them in place first
-            pass
-    return cached(folder)
+    """The two jars, downloaded from the source archive and checked on first use (local_aws/pinned_jars.py)."""
+    return pinned_jars.fetch(Path(root or cache_dir()), SDIST, MEMBER_DIR, JARS, pins="local_aws/s3a_jars.py",
+                             sdist=True)
 
 
-def jars_option(paths: list[Path]) -> str:
-    """The value of spark-submit's --jars (and of spark.jars)."""
-    return ",".join(str(p) for p in paths)
+jars_option = pinned_jars.jars_option
 
 
 if __name__ == "__main__":

@@ -92,13 +92,14 @@ def artifact_copy(tmp_path):
 def spark():
     """One local SparkSession for the whole run; jobs under test reuse it via getOrCreate().
     Its JVM has Spark's s3a filesystem when `make s3a-jars` has fetched it and it suits this
-    Spark's Hadoop line (tests/test_s3.py)."""
+    Spark's Hadoop line (tests/test_s3.py), and Iceberg's runtime when `make iceberg-jars` has
+    (tests/test_tables.py)."""
     from pyspark.sql import SparkSession
 
-    from local_aws import s3a_jars
+    from local_aws import iceberg_jars, s3a_jars
 
     builder = SparkSession.builder
-    jars = s3a_jars.for_this_spark()
+    jars = (s3a_jars.for_this_spark() or []) + (iceberg_jars.for_this_spark() or [])
     if jars:  # on the driver's classpath (local mode: the executor's too), which is set when the JVM starts;
         # spark.jars would also copy the 190 MB SDK bundle into every session's scratch folder
         builder = builder.config("spark.driver.extraClassPath", ":".join(str(p) for p in jars))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from local_aws import s3a_jars
+from local_aws import pinned_jars, s3a_jars
 
 CONTENT = {name: f"bytes of {name}".encode() for name in s3a_jars.JARS}
 
@@ -34,7 +34,7 @@ def fake_pip(monkeypatch):
                 tar.addfile(info, io.BytesIO(data))
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
-    monkeypatch.setattr(s3a_jars.subprocess, "run", run)
+    monkeypatch.setattr(pinned_jars.subprocess, "run", run)
     monkeypatch.setattr(s3a_jars, "JARS", {n: hashlib.sha256(d).hexdigest() for n, d in CONTENT.items()})
     return served, calls
 
