@@ -43,6 +43,8 @@ class JobConfig:
     fallback_model: str | None = None  # scored where a worker's engine refuses --model (jobs/runner.py)
     scoring_resources: str = "auto"  # "auto" | "off": the scoring stage's resource profile (jobs/stage_resources.py)
     take_over_run: bool = False  # delete another run's live lease on the date (jobs/date_lease.py)
+    runs_dir: str | None = None  # a table --output's leases, summaries and reports (jobs/tables.py)
+    register_table: str | None = None  # <db>.<table> over a Parquet --output (jobs/tables.py)
     lease_stale_seconds: float = LEASE_STALE_SECONDS
     extra: dict = dataclasses.field(default_factory=dict)  # job-specific flags
 
@@ -153,7 +155,9 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     p = OneLineParser(prog=prog, description=description)
     req = p.add_argument_group("Required arguments")
     req.add_argument("--input", required=True, help="input table: a folder or file, local or s3://")
-    req.add_argument("--output", required=True, help="output root; rows land in <output>/run_date=<date>/")
+    req.add_argument("--output", required=True,
+                     help="output root, rows landing in <output>/run_date=<date>/; or an Iceberg table, "
+                          "iceberg:<catalog>.<namespace>.<table> (README.md, \"Output tables\")")
     req.add_argument("--model", required=True, help="artifact folder made by `python -m compiler` (or s3://)")
     opt = p.add_argument_group("Optional arguments")
     opt.add_argument("--fallback-model", default=None,
@@ -195,6 +199,15 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
                      help="score identical texts once per run (a Spark distinct and a join back) or once per "
                           "Arrow batch (no shuffle); default: run with --cache and for bi-encoder artifacts (batch where "
                           "all rows are one Arrow batch of one task: the same texts scored, fewer Spark jobs), else batch")
+    tables = p.add_argument_group("Output tables (README.md, \"Output tables\")")
+    tables.add_argument("--runs-dir", metavar="PATH", default=None,
+                        help="with an Iceberg --output: the folder (local or s3://) for each run date's lease, "
+                             "summary.json and report.html; required there, refused with a folder --output "
+                             "(which keeps them in <output>/_runs)")
+    tables.add_argument("--register-table", metavar="DB.TABLE", default=None,
+                        help="with a folder --output: create this table of Spark's Hive catalog (on EMR the Glue "
+                             "Data Catalog) over the Parquet output once, and add each run's partition to it; "
+                             "default: none")
     lease = p.add_argument_group("One run per date (README.md, \"Reliability\")")
     lease.add_argument("--take-over-run", action="store_true",
                        help="write the run date although another run's lease on it is live (only when that run is "
@@ -224,5 +237,6 @@ def config_from(args: argparse.Namespace, extra: dict) -> JobConfig:
         cache=args.cache.rstrip("/") if args.cache else None, dedup=args.dedup,
         instance_type=args.instance_type, usd_per_hour=args.usd_per_hour, instances=args.instances,
         fallback_model=args.fallback_model, scoring_resources=args.scoring_resources,
-        take_over_run=args.take_over_run, lease_stale_seconds=args.lease_stale_seconds, extra=extra,
+        take_over_run=args.take_over_run, lease_stale_seconds=args.lease_stale_seconds,
+        runs_dir=args.runs_dir.rstrip("/") if args.runs_dir else None, register_table=args.register_table, extra=extra,
     )

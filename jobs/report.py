@@ -15,6 +15,7 @@ import html
 import statistics
 
 from jobs.cost import describe, dollars
+from jobs.summary_text import table_line
 
 STRAGGLER = 1.5  # a task taking this many times the median task's seconds is marked
 MAX_TASK_BARS = 200  # beyond this, the longest tasks are drawn and the rest counted
@@ -65,8 +66,9 @@ def _headline(s: dict) -> str:
                if s["failure"] else '<p id="outcome" class="passed">passed, exit 0</p>')
     return (f"<h1>{_esc(s['job'])} · run_date {_esc(s['run_date'])}</h1>{outcome}"
             f'<p class="meta">{_esc(s["model"])} ({_esc(s["task"])}) on backend {_esc(s["backend"])} · '
-            f"{_esc(s['input'])} → {_esc(s['output'])} · {_esc(s['spark_application_id'])}</p>"
-            f'<div class="figures">{cells}</div>'
+            f"{_esc(s['input'])} → {_esc(s.get('written_to') or s['output'])} · {_esc(s['spark_application_id'])}</p>"
+            + (f'<p class="meta" id="table">{_esc(table_line(s["table"]))}</p>' if s.get("table") else "")
+            + f'<div class="figures">{cells}</div>'
             f'<p id="cost-line" class="{"warning" if "warning" in cost else "meta"}">{_esc(line)}</p>')
 
 

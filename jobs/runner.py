@@ -19,7 +19,7 @@ from engines.artifact import Manifest
 from engines.errors import ArtifactError
 from engines.store import open_manifest, s3_retries
 from engines.tasks import task as task_of
-from jobs import console, hadoop_files, partitioning, paths, report, spark_io, stage_resources, summary_text, timeline
+from jobs import console, hadoop_files, partitioning, paths, report, spark_io, stage_resources, summary_text, tables, timeline
 from jobs.cli import JobConfig, ScoringOptions
 from jobs.date_lease import DateLease
 from jobs.executor_losses import left_since
@@ -151,6 +151,7 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     try:
         manifest = open_model(cfg, workload)
         check_dedup(cfg)
+        out = tables.parse(cfg.output, cfg.runs_dir, cfg.register_table)
     except spark_io.InputError as e:
         return _fail(2, str(e))
     spark = spark_io.spark_session(app_name, cfg.master)
@@ -168,32 +169,38 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
     except spark_io.InputError as e:
         return _fail(2, str(e))
     try:
-        apart = paths.refusal({"--input": cfg.input, "--output": cfg.output, "--cache": cfg.cache},
-                              lambda path: spark_io.qualified(spark, path))
+        apart = paths.refusal({"--input": cfg.input, "--output": out.folder, "--runs-dir": cfg.runs_dir,
+                               "--cache": cfg.cache}, lambda path: spark_io.qualified(spark, path))
         if apart:  # before check_output, whose probe creates a file under --output
             raise spark_io.InputError(apart)
-        spark_io.check_output(spark, cfg.output)
-        spark_io.check_output_owner(spark, cfg.output, app_name)
+        spark_io.check_output(spark, out.root, flag="--output" if out.folder else "--runs-dir")
+        spark_io.check_output_owner(spark, out.root, app_name)
         if cfg.cache:
             spark_io.check_output(spark, cfg.cache, flag="--cache")
-        lease = DateLease(spark, cfg.output, cfg.run_date, job=app_name,
+        tables.check(spark, out, workload)
+        lease = DateLease(spark, out.root, cfg.run_date, job=app_name,
                           application_id=spark.sparkContext.applicationId, stale_seconds=cfg.lease_stale_seconds,
                           take_over=cfg.take_over_run, on_lost=spark.sparkContext.cancelAllJobs)
         lease.acquire()  # before any task runs: no other live run writes this date
     except spark_io.InputError as e:
+        return _fail(2, str(e))
+    try:
+        tables.prepare(spark, out, workload)
+    except spark_io.InputError as e:
+        lease.release()
         return _fail(2, str(e))
     for held, held_by in zip(lease.taken_over, lease.took_over_ids):
         console.say(f"took over run_date={cfg.run_date} from {held_by}, whose lease "
                     f"was {'live: --take-over-run' if held['was_live'] else 'stale'} (renewed "
                     f"{held['age_seconds']:.0f} s ago)")
     try:
-        return _read_and_score(spark, cfg, workload, app_name, manifest, spec, resources, scoring_conf, lease,
+        return _read_and_score(spark, cfg, out, workload, app_name, manifest, spec, resources, scoring_conf, lease,
                                t_start, s3, out_stream)
     finally:
         lease.release()
 
 
-def _read_and_score(spark, cfg: JobConfig, workload, app_name: str, manifest: Manifest, spec: ScorerSpec,
+def _read_and_score(spark, cfg: JobConfig, out: tables.Output, workload, app_name: str, manifest: Manifest, spec: ScorerSpec,
                     resources, scoring_conf: Mapping[str, str], lease: DateLease, t_start: float, s3: S3Requests,
                     out_stream) -> int:
     """The run once it holds its date: read, score, write, summarise; the exit code."""
@@ -220,15 +227,15 @@ def _read_and_score(spark, cfg: JobConfig, workload, app_name: str, manifest: Ma
     start = (f"scoring {rows_in:,} rows from {cfg.input} in {layout.tasks} task{'s' if layout.tasks != 1 else ''} ({layout.reason}), "
              f"identical texts once per {level} ({level_reason}), with "
              f"{manifest.model_id} on backend {spec.backend}, {_device_plan(scoring_conf, spec)} "
-             f"-> {cfg.output}/run_date={cfg.run_date}"
+             f"-> {out.describe(cfg.run_date)}"
              + (f"; fields_absent: {', '.join(fields_absent)}" if fields_absent else ""))
     t_score, jobs_before = time.time(), _spark_jobs(spark)
     try:
         if level == "batch":
-            m, samples, extra = _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start,
+            m, samples, extra = _score_per_batch(spark, cfg, out, app_name, spec, resources, workload, df, rows_in, start,
                                                  out_stream, lease)
         else:
-            m, samples, extra = _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in,
+            m, samples, extra = _score_distinct(spark, cfg, out, app_name, spec, resources, workload, manifest, df, rows_in,
                                                 layout.tasks, start, out_stream, lease)
     except WorkerFailed as e:  # an engine that cannot load on a worker: the run was cancelled at once
         return _fail(1, str(e))
@@ -241,18 +248,18 @@ def _read_and_score(spark, cfg: JobConfig, workload, app_name: str, manifest: Ma
     extra["dedup"]["reason"] = level_reason
     spark_jobs = {"before_scoring": jobs_before, "scoring": _spark_jobs(spark) - jobs_before}
     summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds,
-                          fields_absent, samples),
+                          fields_absent, samples), "written_to": out.describe(cfg.run_date),
                "scoring_resources": resources.summary(), "partitioning": layout.summary(),
                "spark_jobs": spark_jobs, "took_over_from": lease.took_over_ids, **extra}
     summary["executors_left"] = left_since(spark, t_start)  # Spot reclaims, decommissions, kills
     summary["s3"] = s3.summary(spark, summary["tasks"])  # after the cache commit in `extra`, before the summary's own write
     failure = _failure(cfg, summary, m)
     summary.update(exit_code=1 if failure else 0, failure=failure)  # the page and schedulers see the verdict too
-    hadoop_files.write_text(spark, spark_io.summary_path(cfg.output, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
+    hadoop_files.write_text(spark, spark_io.summary_path(out.root, cfg.run_date), json.dumps(summary, indent=2, sort_keys=True))
     try:  # the picture is secondary: the rows and summary.json are written, so the run stands
-        hadoop_files.write_text(spark, spark_io.report_path(cfg.output, cfg.run_date), report.render(summary))
+        hadoop_files.write_text(spark, spark_io.report_path(out.root, cfg.run_date), report.render(summary))
     except Exception as e:  # noqa: BLE001
-        console.say(f"warning: {spark_io.report_path(cfg.output, cfg.run_date)} not written: {type(e).__name__}: {e}")
+        console.say(f"warning: {spark_io.report_path(out.root, cfg.run_date)} not written: {type(e).__name__}: {e}")
     console.say(summary_text.render(summary))
     print(json.dumps(summary, sort_keys=True), flush=True)
     return _fail(1, failure) if failure else 0
@@ -289,26 +296,26 @@ def scoring_resources(cfg: JobConfig | ScoringOptions, spec: ScorerSpec, spark_v
     return resources
 
 
-def _score_per_batch(spark, cfg, spec, resources, workload, df, rows_in, start, out_stream, lease):
+def _score_per_batch(spark, cfg, out, app_name, spec, resources, workload, df, rows_in, start, out_stream, lease):
     """Every row through the scorer; identical texts scored once per Arrow batch."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     console.say(start)
     observation = Observation("accel_scoring")
-    then = f"committing {cfg.output}/run_date={cfg.run_date}"
+    then = f"committing {out.describe(cfg.run_date)}"
     with Progress(spark, rows_in, cfg.progress_seconds, out_stream, then=then) as progress:
         spec = dataclasses.replace(spec, progress=progress.address)
         scored = resources.map_in_arrow(df, Scorer(spec, workload), output_ddl(workload))
         scored = scored.observe(observation, *row_metrics(F), *metrics.aggregates(F))
         lease.check()
-        spark_io.write_scores(scored.drop(*metrics.COLUMNS).withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
+        table = _write(scored.drop(*metrics.COLUMNS), out, cfg, app_name, spark)
         m = observation.get
         progress.finish(int(m.get("rows_out") or 0))
-    return m, progress.samples, {"dedup": {"level": "batch"}, "scored_unit": "rows"}
+    return m, progress.samples, {"dedup": {"level": "batch"}, "scored_unit": "rows", "table": table}
 
 
-def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in, partitions, start, out_stream,
+def _score_distinct(spark, cfg, out, app_name, spec, resources, workload, manifest, df, rows_in, partitions, start, out_stream,
                     lease):
     """Distinct units scored once (jobs/distinct_plan.py); with --cache, only those it lacks,
     then added to it once the output is committed."""
@@ -329,7 +336,7 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in
             console.say(f"{start}; {counts.distinct:,} distinct {unit}"
                         + (f", {counts.cached:,} of them in the cache" if cache else ""))
             engine_obs, row_obs = Observation("accel_scoring_units"), Observation("accel_scoring_rows")
-            then = (f"joining them back to the {rows_in:,} rows and writing {cfg.output}/run_date={cfg.run_date}"
+            then = (f"joining them back to the {rows_in:,} rows and writing {out.describe(cfg.run_date)}"
                     + (", then adding them to the cache" if cache else ""))
             with Progress(spark, counts.to_score, cfg.progress_seconds, out_stream, unit=unit, then=then) as progress:
                 fresh = plan.scored_units(dataclasses.replace(spec, progress=progress.address), resources,
@@ -338,11 +345,11 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in
                 rows = plan.rows(fresh)
                 rows = rows.observe(row_obs, *row_metrics(F), F.sum(F.col("_hit").cast("long")).alias("hits"))
                 lease.check()
-                spark_io.write_scores(rows.drop("_hit").withColumn("run_date", F.lit(cfg.run_date)), cfg.output)
+                table = _write(rows.drop("_hit"), out, cfg, app_name, spark)
                 m = {**(engine_obs.get if counts.to_score else {}), **row_obs.get}
                 progress.finish(int(m.get("units_scored") or 0))
             extra = {"dedup": {"level": "run", "units": counts.distinct, "units_scored": int(m.get("units_scored") or 0)},
-                     "scored_unit": unit}
+                     "scored_unit": unit, "table": table}
             if cache:
                 lease.check()
                 added = cache.commit(run_id, cfg.run_date, fresh if counts.to_score else None,
@@ -355,6 +362,15 @@ def _score_distinct(spark, cfg, spec, resources, workload, manifest, df, rows_in
         finally:
             plan.close()
     return m, progress.samples, extra
+
+
+def _write(rows, out: tables.Output, cfg: JobConfig, app_name: str, spark) -> dict | None:
+    """The scored rows, with their run_date, to the output (jobs/tables.py): what the summary
+    records of the table written, if any."""
+    from pyspark.sql import functions as F
+
+    return tables.write(rows.withColumn("run_date", F.lit(cfg.run_date)), out, cfg.run_date,
+                        job=app_name, application_id=spark.sparkContext.applicationId)
 
 
 def _spark_jobs(spark) -> int:

@@ -12,22 +12,33 @@ def _share(part: float, whole: float) -> str:
     return f"{part / whole:.0%}" if whole > 0 else "–"
 
 
+def table_line(table: dict) -> str:
+    """What the run committed to a table (jobs/tables.py): an Iceberg snapshot, or a registered partition."""
+    if table["format"] == "iceberg":
+        return (f"Iceberg {table['name']} snapshot {table['snapshot_id']} (parent {table['parent_snapshot_id']}):"
+                f" {_n(table['added_records'])} rows added, {_n(table['deleted_records'])} replaced")
+    return f"{table['name']} (Parquet) partition {table['partition']} registered"
+
+
 def render(summary: dict) -> str:
     s = summary
     rate = s.get("rows_per_second")
     reasons = ", ".join(f"{code} {_n(count)}" for code, count in (s.get("invalid_by_reason") or {}).items() if count)
     worker = float(s.get("udf_seconds") or 0.0)
     engine, tokenize = float(s.get("engine_seconds") or 0.0), float(s.get("tokenize_seconds") or 0.0)
+    target = s.get("written_to") or f"{s['output']}/run_date={s['run_date']}"
     lines = [
         f"done: {_n(s['rows_out'])} of {_n(s['rows_in'])} rows in {s['scoring_seconds']:.1f} s"
-        f" ({rate:,.1f} rows/s) -> {s['output']}/run_date={s['run_date']}" if rate is not None else
-        f"done: {_n(s['rows_out'])} of {_n(s['rows_in'])} rows -> {s['output']}/run_date={s['run_date']}",
+        f" ({rate:,.1f} rows/s) -> {target}" if rate is not None else
+        f"done: {_n(s['rows_out'])} of {_n(s['rows_in'])} rows -> {target}",
         f"  rows      ok {_n(s['ok'])} · invalid {_n(s['invalid'])}{f' ({reasons})' if reasons else ''}"
         f" · error {_n(s['error'])} · truncated {_n(s.get('truncated'))}",
         f"  time      scoring {s['scoring_seconds']:.1f} s of {s['wall_seconds']:.1f} s wall; worker time"
         f" {worker:.1f} s: engine {_share(engine, worker)}, tokenize {_share(tokenize, worker)},"
         f" other {_share(max(worker - engine - tokenize, 0.0), worker)}",
     ]
+    if s.get("table"):
+        lines.append(f"  table     {table_line(s['table'])}")
     if s.get("padding_efficiency") is not None:
         lines.append(f"  padding   efficiency {s['padding_efficiency']:.3f} ({_n(s['real_tokens'])} real of"
                      f" {_n(s['padded_tokens'])} computed tokens)")

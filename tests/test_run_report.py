@@ -161,3 +161,22 @@ def test_a_run_level_report_counts_texts_where_it_counts_texts_and_shows_a_faile
     assert "Texts scored per second over the scoring stage" in page and "texts/s</text>" in page
     assert "2.50 s, 15 texts" in page and "<th>texts scored</th>" in page and "rows/s</title>" not in page
     assert 'id="outcome" class="passed">passed, exit 0' in report.render(canned_summary())
+
+
+def test_a_table_output_shows_its_snapshot_on_the_page_and_in_the_text_summary():
+    from jobs import summary_text
+
+    table = {"format": "iceberg", "name": "lake.scores.duplicates", "snapshot_id": 4471564758919993479,
+             "parent_snapshot_id": 3340045313514743123, "committed_at": "2026-11-01T02:03:04", "operation": "overwrite",
+             "added_records": 30, "deleted_records": 40, "added_files": 2, "deleted_files": 2}
+    summary = {**canned_summary(), "table": table, "written_to": "iceberg:lake.scores.duplicates run_date=2026-11-01"}
+    line = ("Iceberg lake.scores.duplicates snapshot 4471564758919993479 (parent 3340045313514743123): "
+            "30 rows added, 40 replaced")
+    assert line in report.render(summary) and "iceberg:lake.scores.duplicates run_date=2026-11-01" in report.render(summary)
+    text = summary_text.render(summary)
+    assert text.splitlines()[0].endswith("-> iceberg:lake.scores.duplicates run_date=2026-11-01") and line in text
+    registered = {"format": "parquet", "name": "scores.duplicates", "partition": "run_date=2026-11-01",
+                  "location": "file:/out"}
+    assert "scores.duplicates (Parquet) partition run_date=2026-11-01 registered" in report.render(
+        {**canned_summary(), "table": registered})
+    assert 'id="table"' not in report.render(canned_summary())

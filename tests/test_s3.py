@@ -423,3 +423,31 @@ def test_a_key_that_always_fails_exits_1_naming_it_and_leaves_output_and_cache_a
     assert objects(s3, "failing/out/run_date=") == before_output
     assert {k: v for k, v in objects(s3, "failing/cache/").items() if not k.endswith("/")} == \
         {k: v for k, v in before_cache.items() if not k.endswith("/")}  # s3a's empty-folder markers come and go
+
+
+def test_an_iceberg_table_on_s3_replaces_one_date_per_commit(spark, s3, moto, pair_model, capsys):
+    """An Iceberg table in a Hadoop catalog on S3 (s3a against the moto server), its runs folder on
+    S3 too: two dates, then a re-run of the first; pyiceberg reads each snapshot from S3."""
+    from tests.test_tables import data_files, hadoop_catalog, ids_by_date, require_iceberg, static_table
+
+    require_iceberg(spark)
+    hadoop_catalog(spark, "s3lake", f"s3a://{BUCKET}/warehouse")
+    v1, v2 = pairs_frame(30, seed=31), pairs_frame(20, seed=32).assign(pair_id=lambda d: "v2-" + d.pair_id)
+    sources = {"v1": put_table(s3, v1, "iceberg/v1.parquet"), "v2": put_table(s3, v2, "iceberg/v2.parquet")}
+    snapshots = {}
+    for name, source, day in (("day1", "v1", "2026-11-01"), ("day2", "v1", "2026-11-02"), ("rerun", "v2", "2026-11-01")):
+        rc, summary, err = run_job(duplicates, capsys, input=sources[source], output="iceberg:s3lake.scores.pairs",
+                                   runs_dir=f"s3a://{BUCKET}/iceberg-runs", run_date=day, **s3_flags(pair_model))
+        assert rc == 0, err
+        snapshots[name] = summary["table"]["snapshot_id"]
+        stored = json.loads(s3.get_object(Bucket=BUCKET, Key=f"iceberg-runs/_runs/run_date={day}/summary.json")["Body"].read())
+        assert stored["table"]["snapshot_id"] == snapshots[name]
+    metadata = "warehouse/scores/pairs/metadata"
+    hint = s3.get_object(Bucket=BUCKET, Key=f"{metadata}/version-hint.text")["Body"].read().decode()
+    table = static_table(f"s3a://{BUCKET}/{metadata}", hint, **{
+        "s3.endpoint": moto.url, "s3.access-key-id": ACCESS_KEY, "s3.secret-access-key": SECRET_KEY,
+        "s3.session-token": SESSION_TOKEN, "s3.region": "us-east-1"})
+    assert table.metadata.current_snapshot_id == snapshots["rerun"]
+    assert ids_by_date(table, snapshots["day2"]) == {"2026-11-01": sorted(v1.pair_id), "2026-11-02": sorted(v1.pair_id)}
+    assert ids_by_date(table, snapshots["rerun"]) == {"2026-11-01": sorted(v2.pair_id), "2026-11-02": sorted(v1.pair_id)}
+    assert data_files(table, snapshots["rerun"], "2026-11-02") == data_files(table, snapshots["day2"], "2026-11-02")
