@@ -87,11 +87,17 @@ def _job_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("job")
     g.add_argument("--job", required=True, choices=L.JOBS)
     g.add_argument("--input", required=True, help="input table path (s3://...)")
-    g.add_argument("--output", required=True, help="output root (s3://...)")
+    g.add_argument("--output", required=True,
+                   help="output root (s3://...), or an Iceberg table in the Glue Data Catalog: "
+                        "iceberg:<catalog>.<database>.<table> (README.md, \"Output tables\")")
     g.add_argument("--model", required=True, help="model artifact (s3://.../ or a path on the nodes)")
     g.add_argument("--run-date", required=True, help=_RUN_DATE_HELP)
     g.add_argument("--cache-root", metavar="S3_URI", default=None,
                    help="result cache root; the job gets --cache <root>/<job>/ (default: no cache)")
+    g.add_argument("--runs-dir", metavar="S3_URI", default=None,
+                   help="with an Iceberg --output: the job's --runs-dir (leases, summaries, reports)")
+    g.add_argument("--iceberg-warehouse", metavar="S3_URI", default=None,
+                   help="with an Iceberg --output: the warehouse of its Glue-backed catalog (s3://...)")
     g.add_argument("job_flags", nargs="*", metavar="-- JOB_FLAGS",
                    help="further job flags after `--`, e.g. -- --backend tensorrt --batch-tokens 8192")
 
@@ -438,11 +444,18 @@ def _wait_step(clients: Clients, cluster_id: str, step_id: str, cluster_info: di
     return 0
 
 
+def _job_request(args: argparse.Namespace):
+    from emr import steps
+
+    return steps.JobRequest(args.job, args.input, args.output, args.model, args.run_date, tuple(args.job_flags),
+                            cache_root=args.cache_root, runs_dir=args.runs_dir,
+                            iceberg_warehouse=args.iceberg_warehouse)
+
+
 def cmd_add_step(args: argparse.Namespace) -> int:
     from emr import cluster, step_policy, steps
 
-    job = steps.JobRequest(args.job, args.input, args.output, args.model, args.run_date,
-                           tuple(args.job_flags), cache_root=args.cache_root)
+    job = _job_request(args)
     layout = L.Layout.at(args.prefix)
     step = steps.build_step(layout, job, python_env=args.python_env, conf=_conf(args.conf),
                             action_on_failure=args.action_on_failure)
@@ -491,10 +504,9 @@ def cmd_terminate(args: argparse.Namespace) -> int:
 
 
 def cmd_eks_submit(args: argparse.Namespace) -> int:
-    from emr import eks, step_policy, steps
+    from emr import eks, step_policy
 
-    job = steps.JobRequest(args.job, args.input, args.output, args.model, args.run_date,
-                           tuple(args.job_flags), cache_root=args.cache_root)
+    job = _job_request(args)
     layout = L.Layout.at(args.prefix)
     settings = eks.EksSettings(
         virtual_cluster_id=args.virtual_cluster_id, execution_role_arn=args.execution_role_arn,

@@ -17,9 +17,12 @@ Variable ``accel_scoring`` (JSON)::
       # or, torch alone for --backend torch-cuda: "pip_extras": "aws,fast,torch-cuda", "torch_index_url": "..."
       "cluster_id": "j-...",                             # the existing-cluster DAG only
       "cache": "s3://bucket/accel-scoring/cache/",       # optional: each job gets --cache <cache><job>/
+      "iceberg_warehouse": "s3://bucket/warehouse/",     # for jobs whose output is iceberg:<catalog>.<db>.<table>
       "jobs": {
         "duplicates":   {"input": "s3://.../pairs/", "output": "s3://.../duplicates/",
                          "model": "s3://.../models/pairs-trt/1/", "args": ["--backend", "tensorrt"]},
+        # an Iceberg table in the Glue Data Catalog instead of a folder (README.md, "Output tables"):
+        #   "output": "iceberg:glue.scores.duplicates", "runs_dir": "s3://.../runs/duplicates/",
         "query_intent": {"input": "...", "output": "...", "model": "...", "args": ["--top-k", "3"]}
       },
       "eks": {"virtual_cluster_id": "...", "execution_role_arn": "arn:aws:iam::...:role/...",
@@ -80,7 +83,8 @@ def job_request(settings: Mapping[str, Any], job: str, run_date: str) -> JobRequ
     spec = settings["jobs"][job]
     _require(spec, "input", "output", "model")
     return JobRequest(job, spec["input"], spec["output"], spec["model"], run_date,
-                      tuple(str(a) for a in spec.get("args", ())), cache_root=settings.get("cache"))
+                      tuple(str(a) for a in spec.get("args", ())), cache_root=settings.get("cache"),
+                      runs_dir=spec.get("runs_dir"), iceberg_warehouse=settings.get("iceberg_warehouse"))
 
 
 def _subnets(value: str | list[str] | None) -> tuple[str, ...]:

@@ -107,12 +107,14 @@ def build_start_job_run_request(
             "sparkSubmitJobDriver": {
                 "entryPoint": str(layout.job(job.job)),
                 "entryPointArguments": job.arguments(),
-                "sparkSubmitParameters": f"--py-files {layout.pyfiles}",
+                "sparkSubmitParameters": f"--py-files {layout.pyfiles}"
+                                         + "".join(f" --jars local://{jar}" for jar in job.jars),
             }
         },
         "configurationOverrides": {
             "applicationConfiguration": [
-                {"classification": "spark-defaults", "properties": neuron_spark_conf(layout, settings)}
+                {"classification": "spark-defaults",
+                 "properties": {**job.table_conf(), **neuron_spark_conf(layout, settings)}}
             ],
         },
         "tags": {"accel-scoring:job": job.job},

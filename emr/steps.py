@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from emr import layout as L
+from emr import tables
 from emr.errors import EmrError, explain_client_error
 from emr.s3 import S3Uri, tail_log
 from jobs import paths
@@ -37,14 +38,24 @@ class JobRequest:
     run_date: str
     extra_args: Sequence[str] = ()
     cache_root: str | None = None  # result cache root: the job gets --cache <root>/<job>/
-
+    runs_dir: str | None = None  # an Iceberg output's --runs-dir
+    iceberg_warehouse: str | None = None  # s3://... of the Glue-backed Iceberg catalog an Iceberg output names
 
     def __post_init__(self) -> None:
         if self.job not in L.JOBS:
             raise EmrError(f"unknown job {self.job!r}; expected one of {', '.join(L.JOBS)}", 2)
         if "{{" not in self.run_date and not _RUN_DATE.match(self.run_date):
             raise EmrError(f"--run-date must be YYYY-MM-DD, got {self.run_date!r}", 2)
-        apart = paths.refusal({"--input": self.input, "--output": self.output, "--cache": self.cache})
+        table = tables.iceberg_catalog(self.output)
+        if table and not (self.runs_dir and self.iceberg_warehouse):
+            raise EmrError(f"--output {self.output} is an Iceberg table: it needs a runs folder (--runs-dir, or "
+                           f"runs_dir in the Variable's job) and the Glue catalog's warehouse (--iceberg-warehouse, "
+                           f"or iceberg_warehouse in the Variable)", 2)
+        if not table and self.runs_dir:
+            raise EmrError(f"a runs folder is for an Iceberg --output; {self.output} keeps its runs in <output>/_runs", 2)
+        folders = {"--input": self.input, "--output": None if table else self.output, "--runs-dir": self.runs_dir,
+                   "--cache": self.cache}
+        apart = paths.refusal(folders)
         if apart:  # the job's driver would refuse it too, once a cluster is paid for
             raise EmrError(apart, 2)
 
@@ -66,8 +77,24 @@ class JobRequest:
 
     def arguments(self) -> list[str]:
         cache = ["--cache", self.cache] if self.cache and "--cache" not in self.extra_args else []
+        runs = ["--runs-dir", self.runs_dir] if self.runs_dir else []
         return ["--input", self.input, "--output", self.output, "--model", self.model,
-                "--run-date", self.run_date, *cache, *self.extra_args]
+                "--run-date", self.run_date, *runs, *cache, *self.extra_args]
+
+    def table_conf(self) -> dict[str, str]:
+        """Spark settings the output's table needs (emr/tables.py): an Iceberg catalog on Glue,
+        or, with --register-table, Spark's Hive catalog on Glue."""
+        catalog = tables.iceberg_catalog(self.output)
+        if catalog:
+            return tables.glue_iceberg_conf(catalog, self.iceberg_warehouse)
+        if any(a == "--register-table" or a.startswith("--register-table=") for a in self.extra_args):
+            return tables.glue_hive_conf()
+        return {}
+
+    @property
+    def jars(self) -> list[str]:
+        """Jars on the nodes the job needs: the cluster's Iceberg runtime for an Iceberg output."""
+        return [tables.RUNTIME_JAR] if tables.iceberg_catalog(self.output) else []
 
 
 def python_env_conf(layout: L.Layout, python_env: str) -> dict[str, str]:
@@ -89,10 +116,12 @@ def spark_submit_args(
     conf: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The ``spark-submit`` command line of one scoring step (YARN cluster mode)."""
-    settings = {**python_env_conf(layout, python_env), **(conf or {})}
+    settings = {**python_env_conf(layout, python_env), **job.table_conf(), **(conf or {})}
     args = ["spark-submit", "--deploy-mode", "cluster", "--master", "yarn",
             "--name", f"accel-scoring-{job.job}-{job.run_date}",
             "--py-files", str(layout.pyfiles)]
+    if job.jars:
+        args += ["--jars", ",".join(job.jars)]
     for key in sorted(settings):
         args += ["--conf", f"{key}={settings[key]}"]
     return args + [str(layout.job(job.job)), *job.arguments()]

@@ -663,3 +663,68 @@ def test_unreachable_endpoint_is_a_clear_error(capsys, monkeypatch) -> None:
                  "--region", "us-east-1"])
     err = capsys.readouterr().err
     assert code == 1 and "cannot reach the AWS endpoint" in err
+
+
+ICEBERG_ARGS = ["--output", "iceberg:glue.scores.duplicates", "--runs-dir", "s3://data/runs/duplicates/",
+                "--iceberg-warehouse", "s3://data/warehouse/"]
+
+
+def _with(args: list[str], replaced: list[str]) -> list[str]:
+    """`args` with the flags of `replaced` (flag, value pairs) set to its values."""
+    out = list(args)
+    for flag, value in zip(replaced[::2], replaced[1::2]):
+        if flag in out:
+            out[out.index(flag) + 1] = value
+        else:
+            out[1:1] = [flag, value]
+    return out
+
+
+def test_dry_run_add_step_writing_an_iceberg_table_in_glue(aws, capsys) -> None:
+    """The step's spark-submit takes the cluster's Iceberg runtime and a Glue-backed catalog, and the
+    job its table and runs folder (emr/tables.py)."""
+    assert main(_with(_add_step_args("j-ANY", "--dry-run"), ICEBERG_ARGS)) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    args = [x for x in lines if x["operation"] == "AddJobFlowSteps"][0]["params"]["Steps"][0]["HadoopJarStep"]["Args"]
+    assert args[args.index("--jars") + 1] == "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
+    confs = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--conf")
+    assert confs["spark.sql.catalog.glue"] == "org.apache.iceberg.spark.SparkCatalog"
+    assert confs["spark.sql.catalog.glue.catalog-impl"] == "org.apache.iceberg.aws.glue.GlueCatalog"
+    assert confs["spark.sql.catalog.glue.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
+    assert confs["spark.sql.catalog.glue.warehouse"] == "s3://data/warehouse/"
+    job = args[args.index(next(a for a in args if a.endswith("duplicates.py"))) + 1:]
+    assert job[job.index("--output") + 1] == "iceberg:glue.scores.duplicates"
+    assert job[job.index("--runs-dir") + 1] == "s3://data/runs/duplicates/"
+
+
+def test_dry_run_add_step_registering_parquet_in_glue(aws, capsys) -> None:
+    assert main(_add_step_args("j-ANY", "--dry-run", "--", "--register-table", "scores.duplicates")) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    args = [x for x in lines if x["operation"] == "AddJobFlowSteps"][0]["params"]["Steps"][0]["HadoopJarStep"]["Args"]
+    assert "spark.sql.catalogImplementation=hive" in args and "--jars" not in args
+    assert ("spark.hadoop.hive.metastore.client.factory.class="
+            "com.amazonaws.glue.catalog.metastore.AWSGlueDataCatalogHiveClientFactory") in args
+
+
+@pytest.mark.parametrize("drop, message", [
+    ("--runs-dir", "needs a runs folder (--runs-dir"), ("--iceberg-warehouse", "the Glue catalog's warehouse")])
+def test_an_iceberg_step_without_its_runs_folder_or_warehouse_is_refused_before_sending(aws, drop, message, capsys):
+    args = _with(_add_step_args("j-ANY", "--dry-run"), ICEBERG_ARGS)
+    i = args.index(drop)
+    assert main(args[:i] + args[i + 2:]) == 2
+    out = capsys.readouterr()
+    assert message in out.err and "AddJobFlowSteps" not in out.out
+
+
+def test_dry_run_eks_submit_writing_an_iceberg_table_in_glue(aws, capsys) -> None:
+    vc = "vc0000000000000000000000a"
+    assert main(_with(_eks_args(vc, "--dry-run"), ICEBERG_ARGS)) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    request = [x for x in lines if x["operation"] == "StartJobRun"][0]["params"]
+    driver = request["jobDriver"]["sparkSubmitJobDriver"]
+    assert "--jars local:///usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar" in driver["sparkSubmitParameters"]
+    assert driver["entryPointArguments"][driver["entryPointArguments"].index("--runs-dir") + 1] == "s3://data/runs/duplicates/"
+    (defaults,) = [c for c in request["configurationOverrides"]["applicationConfiguration"]
+                   if c["classification"] == "spark-defaults"]
+    assert defaults["properties"]["spark.sql.catalog.glue.catalog-impl"] == "org.apache.iceberg.aws.glue.GlueCatalog"
+    assert defaults["properties"]["spark.sql.catalog.glue.warehouse"] == "s3://data/warehouse/"

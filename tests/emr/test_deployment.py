@@ -206,3 +206,21 @@ def _s3():
     import boto3
 
     return boto3.client("s3")
+
+
+def test_the_variable_names_an_iceberg_table_its_runs_folder_and_the_glue_warehouse() -> None:
+    """The Airflow DAGs pass a table output through the same Variable as a folder output: the step
+    and the EKS job run get the table, its runs folder and the Glue-backed Iceberg catalog."""
+    jobs = {**JOBS, "duplicates": {**JOBS["duplicates"], "output": "iceberg:glue.scores.duplicates",
+                                   "runs_dir": "s3://d/runs/duplicates/"}}
+    settings = {**SETTINGS, "jobs": jobs, "iceberg_warehouse": "s3://d/warehouse/",
+                "eks": {"virtual_cluster_id": "vc", "execution_role_arn": "arn:aws:iam::1:role/r", "image": "i"}}
+    step, intent = scoring_steps(settings, "2026-11-01")
+    args = step["HadoopJarStep"]["Args"]
+    assert "spark.sql.catalog.glue.warehouse=s3://d/warehouse/" in args and "--jars" in args
+    assert args[args.index("--runs-dir") + 1] == "s3://d/runs/duplicates/"
+    assert "--jars" not in intent["HadoopJarStep"]["Args"]  # a folder output needs no Iceberg
+    run = eks_job_runs(settings, "2026-11-01")["duplicates"]
+    assert "iceberg-spark3-runtime.jar" in run["jobDriver"]["sparkSubmitJobDriver"]["sparkSubmitParameters"]
+    with pytest.raises(EmrError, match="needs a runs folder"):
+        scoring_steps({**settings, "iceberg_warehouse": None}, "2026-11-01")
