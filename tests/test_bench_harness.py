@@ -299,3 +299,19 @@ def test_a_cold_submit_tells_a_failed_run_from_a_summary_with_an_error_count(tmp
                                    "--model", str(tmp_path / "no-model")], memory=False)
     assert run["failed"] and run["exit_code"] == 2, run
     assert any("no-model" in line for line in run["error"]), run["error"]
+
+
+def test_the_table_commit_bench_reports_the_difference_of_the_medians():
+    from bench import table_commit
+
+    runs = [{"output": out, "run_date": f"2026-11-0{i}", "scoring_seconds": s, "wall_seconds": w,
+             "wall_seconds_submit": w + 2, "spark_jobs": {}} for i, (out, s, w) in enumerate(
+        [("parquet", 10.0, 15.0), ("iceberg", 10.5, 16.0), ("parquet", 12.0, 17.0), ("iceberg", 11.0, 18.5),
+         ("parquet", 11.0, 16.0), ("iceberg", 30.0, 40.0)], start=1)]
+    summary = table_commit.summarise(runs)
+    assert summary["medians"]["parquet"] == {"scoring_seconds": 11.0, "wall_seconds": 16.0, "wall_seconds_submit": 18.0}
+    assert summary["iceberg_minus_parquet"] == {"scoring_seconds": 0.0, "wall_seconds": 2.5, "wall_seconds_submit": 2.5}
+    page = table_commit.markdown({"summary": summary, "meta": {"started": "t", "cpu": "c", "loadavg_start": [0],
+                                                               "loadavg_end": [0]},
+                                  "rows": 100_000, "repeats": 3, "runs": runs})
+    assert "Iceberg minus Parquet: scoring +0.0 s, job wall +2.5 s" in page and page.count("| iceberg |") == 4
