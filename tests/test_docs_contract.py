@@ -48,7 +48,7 @@ NO_VALUE = "—"
 WORDS = {"today (UTC)": lambda value: value == dt.datetime.now(dt.timezone.utc).date().isoformat()}
 REPO_DIRS = ("engines", "udfs", "jobs", "emr", "bench", "tests", "docs")
 GENERATED = ("artifacts", "data", "out")  # the folders `make clean` removes: outputs of documented commands
-OUTPUT_FLAGS = {"--out", "--output", "--dist"}
+OUTPUT_FLAGS = {"--out", "--output", "--runs-dir", "--dist"}
 # the Makefile and the files its `include` lines name (emr/package.mk, emr/airflow.mk, spark4.mk)
 MAKEFILE = REPO / "Makefile"
 MAKE_FILES = [MAKEFILE] + [REPO / name for line in re.findall(r"^include (.+)$", MAKEFILE.read_text(), re.M)

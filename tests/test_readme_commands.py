@@ -4,7 +4,8 @@ A fenced block right after the line `<!-- clean-shell -->` in README.md, docs/*.
 emr/README.md is a list of commands a user runs on their own machine. Each runs here from the
 repository root with only HOME and a plain PATH, on small inputs: the documented placeholders
 (`/path/to/hf-folder`, `pairs.parquet`, …) stand for tiny models and data made by the test, and
-whatever the commands write under `artifacts/`, `data/` or `out/` lands in a temporary folder instead.
+whatever the commands write under `artifacts/`, `data/` or `out/` (also as a setting's value,
+`key=out/…`) lands in a temporary folder instead.
 `$HOME` is expanded as the shell would. A command on `s3a://` URIs runs against a moto
 server on 127.0.0.1 that holds the documented bucket's input and artifact, with what a host or
 pod with an IAM role has on top of the clean shell: role credentials served on 127.0.0.1, no key
@@ -95,10 +96,13 @@ def localized(command: str, placeholders: dict[str, str], scratch: Path, s3_url:
     args = []
     for token in shlex.split(command):
         token = token.replace("$HOME", CLEAN_ENV["HOME"])
+        key, eq, value = token.partition("=")
         if token in placeholders:
             token = placeholders[token]
         elif token.startswith(WRITES_UNDER):
             token = str(scratch / token)
+        elif eq and value.startswith(WRITES_UNDER):  # a setting's path: `--conf spark.….warehouse=out/warehouse`
+            token = f"{key}={scratch / value}"
         elif s3_url:
             token = token.replace(S3_ENDPOINT, s3_url)
         args.append(token)
