@@ -74,6 +74,12 @@ def delete(spark: SparkSession, path: str) -> None:
     fs.delete(hpath, True)
 
 
+def make_folder(spark: SparkSession, folder: str) -> None:
+    """Create `folder` (and its parents) where absent."""
+    fs, hpath = _fs(spark, folder)
+    fs.mkdirs(hpath)
+
+
 def delete_if_empty(spark: SparkSession, folder: str) -> bool:
     """Delete `folder` only if nothing is in it; whether it is gone. Safe against another process
     writing into it: the FileSystem refuses to delete a folder that is not empty."""

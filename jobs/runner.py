@@ -173,8 +173,9 @@ def run(cfg: JobConfig, workload, app_name: str) -> int:
                                "--cache": cfg.cache}, lambda path: spark_io.qualified(spark, path))
         if apart:  # before check_output, whose probe creates a file under --output
             raise spark_io.InputError(apart)
-        spark_io.check_output(spark, out.root, flag="--output" if out.folder else "--runs-dir")
-        spark_io.check_output_owner(spark, out.root, app_name)
+        root_flag = "--output" if out.folder else "--runs-dir"
+        spark_io.check_output(spark, out.root, flag=root_flag)
+        spark_io.check_output_owner(spark, out.root, app_name, flag=root_flag)
         if cfg.cache:
             spark_io.check_output(spark, cfg.cache, flag="--cache")
         tables.check(spark, out, workload)
@@ -311,6 +312,7 @@ def _score_per_batch(spark, cfg, out, app_name, spec, resources, workload, df, r
         lease.check()
         table = _write(scored.drop(*metrics.COLUMNS), out, cfg, app_name, spark)
         m = observation.get
+        tables.settle(spark, out, cfg.run_date, int(m.get("rows_out") or 0))
         progress.finish(int(m.get("rows_out") or 0))
     return m, progress.samples, {"dedup": {"level": "batch"}, "scored_unit": "rows", "table": table}
 
@@ -347,6 +349,7 @@ def _score_distinct(spark, cfg, out, app_name, spec, resources, workload, manife
                 lease.check()
                 table = _write(rows.drop("_hit"), out, cfg, app_name, spark)
                 m = {**(engine_obs.get if counts.to_score else {}), **row_obs.get}
+                tables.settle(spark, out, cfg.run_date, int(m.get("rows_out") or 0))
                 progress.finish(int(m.get("units_scored") or 0))
             extra = {"dedup": {"level": "run", "units": counts.distinct, "units_scored": int(m.get("units_scored") or 0)},
                      "scored_unit": unit, "table": table}

@@ -207,7 +207,7 @@ def check_output(spark: SparkSession, output: str, flag: str = "--output") -> No
                 break
 
 
-def check_output_owner(spark: SparkSession, output: str, job: str) -> None:
+def check_output_owner(spark: SparkSession, output: str, job: str, flag: str = "--output") -> None:
     """Refuse an --output that holds another job's partitions (their run summaries say which
     job wrote them): a run, re-run or back-fill there would replace that job's run_date with
     rows of another schema. A root without summaries is new, or not this project's: left alone."""
@@ -218,9 +218,9 @@ def check_output_owner(spark: SparkSession, output: str, job: str) -> None:
         except Exception:  # noqa: BLE001 - no summary there (a Java FileNotFoundException) or not JSON
             continue
         if wrote and wrote != job:
-            raise InputError(f"--output {output} holds {wrote}'s output ({runs}/{name}/summary.json): this job "
+            raise InputError(f"{flag} {output} holds {wrote}'s output ({runs}/{name}/summary.json): this job "
                              f"({job}) would replace its run_date partitions with rows of another table; give each "
-                             f"job its own --output")
+                             f"job its own {flag}")
 
 
 def _java_message(e: Exception) -> str:

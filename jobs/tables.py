@@ -21,7 +21,7 @@ import dataclasses
 import re
 import uuid
 
-from jobs import console
+from jobs import console, hadoop_files
 from jobs.spark_io import InputError, first_line, qualified, write_scores
 
 ICEBERG = "iceberg:"
@@ -124,6 +124,20 @@ def write(df, out: Output, run_date: str, *, job: str, application_id: str) -> d
     return {"format": "iceberg", "name": out.table, **_snapshot(df.sparkSession, out.table, run_id)}
 
 
+def settle(spark, out: Output, run_date: str, rows_written: int) -> None:
+    """After the write, once its row count is known: dynamic partition overwrite replaces only the
+    dates it writes rows to, so a run of no rows (an empty input) would leave a folder output's
+    previous rows of the date to its readers. They are deleted and the date's folder left empty
+    (a registered partition's location stays readable). An Iceberg overwrite by filter replaces
+    the date whatever it holds."""
+    if out.table or rows_written:
+        return
+    folder = f"{out.output}/{PARTITION}={run_date}"
+    hadoop_files.delete(spark, folder)
+    hadoop_files.make_folder(spark, folder)
+    console.say(f"no rows for run_date={run_date}: {folder} emptied")
+
+
 def _snapshot(spark, table: str, run_id: str) -> dict:
     """This run's commit, found by the run id its snapshot summary carries."""
     row = spark.sql(f"SELECT snapshot_id, parent_id, committed_at, operation, summary FROM {table}.snapshots "
@@ -224,6 +238,7 @@ def _register(spark, out: Output, run_date: str, schema) -> dict:
     database, _ = out.register.split(".")
     location = qualified(spark, out.output)
     data = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in schema.fields if f.name != PARTITION)
+    hadoop_files.make_folder(spark, f"{location}/{PARTITION}={run_date}")  # a run of no rows wrote none
     spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {out.register} ({data}, `{PARTITION}` string) USING parquet "
               f"PARTITIONED BY ({PARTITION}) LOCATION '{location}'")

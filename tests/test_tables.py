@@ -229,6 +229,10 @@ runs = []
 for source, day in ((root + "/v1.parquet", "2026-11-01"), (root + "/v1.parquet", "2026-11-02"), (root + "/v2.parquet", "2026-11-01")):
     runs.append(duplicates.main(["--input", source, "--output", root + "/out", "--model", sys.argv[2], "--run-date", day,
                                  "--register-table", "scores.duplicates", "--progress-seconds", "3600"]))
+# a date of no rows, registered: an empty partition
+runs.append(duplicates.main(["--input", root + "/empty.parquet", "--output", root + "/out", "--model", sys.argv[2],
+                             "--run-date", "2026-11-04", "--register-table", "scores.duplicates",
+                             "--progress-seconds", "3600"]))
 # a date written without --register-table: in the folder, not yet in the table
 runs.append(duplicates.main(["--input", root + "/v1.parquet", "--output", root + "/out", "--model", sys.argv[2],
                              "--run-date", "2026-11-03", "--progress-seconds", "3600"]))
@@ -250,14 +254,42 @@ def test_parquet_output_registered_in_the_hive_catalog(model, tmp_path):
     v1, v2 = pairs_frame(20, seed=5), pairs_frame(12, seed=6).assign(pair_id=lambda d: "v2-" + d.pair_id)
     v1.to_parquet(tmp_path / "v1.parquet")
     v2.to_parquet(tmp_path / "v2.parquet")
+    v1.iloc[:0].to_parquet(tmp_path / "empty.parquet")
     proc = subprocess.run([sys.executable, "-c", REGISTER_SCRIPT, str(tmp_path), str(model)], cwd=tmp_path,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(Path.home()),
                                "PYSPARK_PYTHON": sys.executable}, capture_output=True, text=True, timeout=600)
     lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     result = json.loads(lines[-1][len("RESULT "):])
-    assert result["rc"] == [0, 0, 0, 0, 2], proc.stderr[-3000:]
-    assert result["partitions"] == ["run_date=2026-11-01", "run_date=2026-11-02"]
+    assert result["rc"] == [0, 0, 0, 0, 0, 2], proc.stderr[-3000:]
+    assert result["partitions"] == ["run_date=2026-11-01", "run_date=2026-11-02", "run_date=2026-11-04"]
     assert result["ids"] == {"2026-11-01": sorted(v2.pair_id), "2026-11-02": sorted(v1.pair_id)}
     assert "--register-table scores.duplicates is the table over" in proc.stderr
     assert "registered scores.duplicates partition run_date=2026-11-02" in proc.stderr
+
+
+def test_a_rerun_of_no_rows_leaves_the_date_empty_where_it_said_so(spark, model, tmp_path, capsys):
+    """A date re-run from an empty input (no pairs that night) writes 0 rows, says so, and readers
+    then see none: dynamic partition overwrite alone would have left the first run's rows."""
+    pairs_frame(10).to_parquet(tmp_path / "v1.parquet")
+    pairs_frame(10).iloc[:0].to_parquet(tmp_path / "empty.parquet")
+    out = tmp_path / "out"
+    for source, rows in (("v1.parquet", 10), ("empty.parquet", 0)):
+        rc, summary, err = run_job(duplicates.main, capsys, input=tmp_path / source, output=out, model=model,
+                                   run_date=DAY1)
+        assert rc == 0 and summary["rows_out"] == rows, err
+    assert "no rows for run_date=2026-11-01" in err
+    assert not list((out / f"run_date={DAY1}").iterdir())  # no file left for a reader of the folder
+
+
+def test_an_iceberg_rerun_of_no_rows_empties_its_date_in_one_commit(iceberg, model, tmp_path, capsys):
+    hadoop_catalog(iceberg, "emptied", str(tmp_path / "warehouse"))
+    pairs_frame(10).to_parquet(tmp_path / "v1.parquet")
+    pairs_frame(10).iloc[:0].to_parquet(tmp_path / "empty.parquet")
+    flags = dict(output="iceberg:emptied.scores.duplicates", runs_dir=tmp_path / "runs", model=model, run_date=DAY1)
+    for source in ("v1.parquet", "empty.parquet"):
+        rc, summary, err = run_job(duplicates.main, capsys, input=tmp_path / source, **flags)
+        assert rc == 0, err
+    assert (summary["table"]["added_records"], summary["table"]["deleted_records"]) == (0, 10)
+    table = static_table(tmp_path / "warehouse" / "scores" / "duplicates" / "metadata")
+    assert ids_by_date(table, table.metadata.current_snapshot_id) == {}
