@@ -22,6 +22,7 @@ class InputError(ValueError):
 
 
 COMPLEX = (T.StructType, T.ArrayType, T.MapType, T.BinaryType)
+PROBE_ATTEMPTS = 3  # check_output's write probe, where a concurrent run removed the folder under it
 
 
 def spark_session(app_name: str, master: str | None) -> SparkSession:
@@ -196,15 +197,31 @@ def check_output(spark: SparkSession, output: str, flag: str = "--output") -> No
                          else f"{flag} {output} is under {node.toString()}, a file, not a folder")
     probe = jvm.org.apache.hadoop.fs.Path(path, f".accel-scoring-write-check-{uuid.uuid4().hex}")
     try:
-        fs.create(probe, False).close()
-    except Exception as e:  # noqa: BLE001 - permission denied, read-only, bucket policy
-        raise InputError(f"{flag} {output} is not writable: {_java_message(e)}") from None
+        for attempt in range(PROBE_ATTEMPTS):
+            try:
+                fs.create(probe, False).close()
+                break
+            except Exception as e:  # noqa: BLE001 - permission denied, read-only, bucket policy
+                # Two first runs of one new --output at once (two dates in parallel): the other
+                # run's probe can remove the folder it made between this create's mkdirs and its
+                # open. A folder that vanished is tried again; a refusal is not.
+                if attempt + 1 < PROBE_ATTEMPTS and _vanished(fs, probe.getParent()):
+                    continue
+                raise InputError(f"{flag} {output} is not writable: {_java_message(e)}") from None
     finally:
         for made in [probe] + absent:
             try:
                 fs.delete(made, False)
             except Exception:  # noqa: BLE001 - another run's files arrived in a folder this probe made: keep it
                 break
+
+
+def _vanished(fs, folder) -> bool:
+    """Whether `folder` is gone; False where the FileSystem cannot say (access denied)."""
+    try:
+        return not fs.exists(folder)
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def check_output_owner(spark: SparkSession, output: str, job: str, flag: str = "--output") -> None:
