@@ -74,8 +74,8 @@ def parse(output: str, runs_dir: str | None, register_table: str | None) -> Outp
     return Output(output, None, output, register_table)
 
 
-def written_schema(spark, workload):
-    """The columns a run writes: the job's output columns and run_date."""
+def written_schema(workload):
+    """The columns a run writes: the job's output columns and run_date (parsed by the driver's Spark)."""
     from pyspark.sql.types import _parse_datatype_string
 
     return _parse_datatype_string(f"{workload.output_ddl()}, {PARTITION} string")
@@ -84,9 +84,9 @@ def written_schema(spark, workload):
 def check(spark, out: Output, workload) -> None:
     """Refuse (InputError) a table this run could not write as its own, before any task runs."""
     if out.table:
-        _check_iceberg(spark, out, written_schema(spark, workload))
+        _check_iceberg(spark, out, written_schema(workload))
     elif out.register:
-        _check_registered(spark, out, written_schema(spark, workload))
+        _check_registered(spark, out, written_schema(workload))
 
 
 def prepare(spark, out: Output, workload) -> None:
@@ -95,7 +95,7 @@ def prepare(spark, out: Output, workload) -> None:
     if not out.table:
         return
     catalog, *namespace, _ = out.table.split(".")
-    schema = written_schema(spark, workload)
+    schema = written_schema(workload)
     columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in schema.fields)
     try:
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.{'.'.join(namespace)}")
