@@ -16,8 +16,6 @@ EMR the cluster's own Iceberg is used (emr/ writes the configuration), never thi
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from local_aws import pinned_jars
@@ -67,24 +65,14 @@ def for_this_spark() -> list[Path] | None:
 
 
 def fetch(root: Path | None = None) -> list[Path]:
-    """The runtime and the relocated Jackson; built in a temporary sibling and renamed into place
-    whole, so a folder that exists holds both."""
-    folder = Path(root or cache_dir())
-    found = cached(folder)
-    if found:
-        return found
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".iceberg-jars-", dir=folder.parent) as tmp:
-        staged = Path(tmp) / "jars"
-        pinned_jars.fetch(staged, WHEEL, MEMBER_DIR, JARS, pins="local_aws/iceberg_jars.py")
-        jackson = pinned_jars.fetch(Path(tmp) / "jackson", JACKSON_WHEEL, JACKSON_DIR, JACKSON_JARS,
+    """The runtime and the relocated Jackson, put in place together (local_aws/pinned_jars.py)."""
+    def relocated_jackson(target: Path, scratch: Path) -> None:
+        jackson = pinned_jars.fetch(scratch / "jackson", JACKSON_WHEEL, JACKSON_DIR, JACKSON_JARS,
                                     pins="local_aws/iceberg_jars.py")
-        relocate(jackson, RELOCATED_FROM, RELOCATED_TO, staged / RELOCATED_JAR)
-        try:
-            os.rename(staged, folder)
-        except OSError:  # another run put them in place first
-            pass
-    return cached(folder)
+        relocate(jackson, RELOCATED_FROM, RELOCATED_TO, target)
+
+    return pinned_jars.fetch(Path(root or cache_dir()), WHEEL, MEMBER_DIR, JARS, pins="local_aws/iceberg_jars.py",
+                             built={RELOCATED_JAR: relocated_jackson})
 
 
 if __name__ == "__main__":

