@@ -221,11 +221,14 @@ def _read_and_score(spark, cfg: JobConfig, out: tables.Output, workload, app_nam
         # The plan's own shuffles (the run-level plan's distinct and join back) in as many tasks as
         # the scoring: Spark's default of 200 cannot be coalesced where a persisted plan feeds them.
         spark.conf.set("spark.sql.shuffle.partitions", str(layout.tasks))
+    layout = dataclasses.replace(layout, keyed_in_place=level == "run" and layout.keyed_in_place)
+    spread_by_key = layout.keyed_in_place
     if cfg.num_partitions:
         df = df.repartition(cfg.num_partitions)
-    elif layout.spread:  # hashed on every column: deterministic for retried tasks and, unlike round robin, no sort
+    elif layout.spread and not spread_by_key:  # hashed on every column: deterministic for retried tasks and, unlike round robin, no sort
         df = df.repartition(layout.tasks, *df.columns)
-    start = (f"scoring {rows_in:,} rows from {cfg.input} in {layout.tasks} task{'s' if layout.tasks != 1 else ''} ({layout.reason}), "
+    start = (f"scoring {rows_in:,} rows from {cfg.input} in {layout.tasks} task{'s' if layout.tasks != 1 else ''} ({layout.reason}"
+             f"{', keyed in their partitions and spread by key' if spread_by_key else ''}), "
              f"identical texts once per {level} ({level_reason}), with "
              f"{manifest.model_id} on backend {spec.backend}, {_device_plan(scoring_conf, spec)} "
              f"-> {out.describe(cfg.run_date)}"
