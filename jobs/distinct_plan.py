@@ -45,13 +45,11 @@ class DistinctPlan:
         self.spec = UnitSpec.of(workload, manifest.task, max_seq_len)
         keyer = Keyer(workload, self.spec)
         self.keyed = df.mapInPandas(keyer, keyer.ddl()).persist(StorageLevel.DISK_ONLY)
-        sides = [self.keyed.where(F.col(key_column(s)).isNotNull())
-                 .select(F.col(key_column(s)).alias("_key"), *(F.col(c).alias(n) for c, n in
-                                                               zip(text_columns(s), ("_a", "_b"))))
-                 for s in self.spec.slots]
-        units = sides[0]
-        for other in sides[1:]:
-            units = units.unionByName(other)
+        # Each slot's unit as a row, from one scan of the keyed rows (a union of one select per
+        # slot would read them once per slot, in as many Spark jobs).
+        units = self.keyed.select(F.inline(F.array(*(
+            F.struct(F.col(key_column(s)).alias("_key"), *(F.col(c).alias(n) for c, n in zip(text_columns(s), ("_a", "_b"))))
+            for s in self.spec.slots)))).where(F.col("_key").isNotNull())
         # Hash-partitioned by key into the run's scoring tasks before the distinct, which then needs no
         # shuffle of its own, and the scoring stage reads the persisted units in those partitions.
         units = units.repartition(partitions, "_key").dropDuplicates(["_key"])
