@@ -12,7 +12,9 @@ progress bar, the scoring, the join back), and none may run the workers' Python 
 bi-encoder's scored units, which the join back reads once per side. All three are persisted on
 the executors' local disks (DISK_ONLY), written and read as streams: held in memory
 (MEMORY_AND_DISK), a million pairs ran local[2] out of a 2 GB heap, and 2,000,000 on disk peak
-within 3% of 200,000 (bench/results/scale.md). The join back carries ids and keys, not texts.
+within 3% of 200,000 (bench/results/scale.md); the job persists them without the columnar
+cache's encodings, which texts and hex keys do not shrink (jobs/runner.py). The join back
+carries ids and keys, not texts.
 """
 from __future__ import annotations
 

@@ -32,6 +32,8 @@ from udfs.runtime import ScorerSpec
 from udfs.scorer import Scorer, output_ddl
 from udfs.validate import REASON_CODES
 
+CACHE_ENCODINGS = "spark.sql.inMemoryColumnarStorage.compressed"
+
 
 def open_model(cfg: JobConfig | ScoringOptions, workload) -> Manifest:
     """Before the SparkSession starts: the artifact's manifest, read through engines.store, of a
@@ -221,6 +223,11 @@ def _read_and_score(spark, cfg: JobConfig, out: tables.Output, workload, app_nam
         # The plan's own shuffles (the run-level plan's distinct and join back) in as many tasks as
         # the scoring: Spark's default of 200 cannot be coalesced where a persisted plan feeds them.
         spark.conf.set("spark.sql.shuffle.partitions", str(layout.tasks))
+    if level == "run" and not spark.sparkContext.getConf().contains(CACHE_ENCODINGS):
+        # The run-level plan persists texts and hex keys, which the columnar cache's encodings
+        # (run-length, dictionary) do not shrink; sizing them up value by value cost 7.8 of 108.8 s
+        # at 2,000,000 pairs (docs/performance.md, "The run-level plan at 2,000,000 pairs").
+        spark.conf.set(CACHE_ENCODINGS, "false")
     layout = dataclasses.replace(layout, keyed_in_place=level == "run" and layout.keyed_in_place)
     spread_by_key = layout.keyed_in_place
     if cfg.num_partitions:
