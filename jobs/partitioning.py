@@ -8,13 +8,6 @@ would hold more than ROWS_PER_TASK rows (a retried or slow task then costs a fra
 run). No task gets less than one Arrow batch of rows: below that, a shuffle costs more than the
 second core saves. An input whose partitions already hold the rows evenly enough is left as it
 is, since spreading it again is a shuffle of every row; `--num-partitions` overrides all of this.
-
-The run-level plan (jobs/distinct_plan.py) hashes its units by key into the scoring tasks
-anyway, so before that shuffle it needs the rows spread only for its keying stage, and only
-where the input's partitions would leave a core idle there (fewer of them than cores, or one
-far larger than the rest): otherwise it keys them where they lie, and the scoring tasks come
-from the key's shuffle alone (`keyed_in_place`). At 2,000,000 pairs in two row groups that is
-one full shuffle of the input's text fewer (docs/performance.md).
 """
 from __future__ import annotations
 
@@ -32,12 +25,10 @@ class Partitioning:
     largest_input_partition: int  # rows
     spread: bool  # whether the rows are shuffled into `tasks` before scoring
     reason: str
-    keyed_in_place: bool = False  # the run-level plan keys the input's partitions without spreading them first
 
     def summary(self) -> dict:
         return {"tasks": self.tasks, "input_partitions": self.input_partitions,
-                "largest_input_partition": self.largest_input_partition, "spread": self.spread, "reason": self.reason,
-                "keyed_in_place": self.keyed_in_place}
+                "largest_input_partition": self.largest_input_partition, "spread": self.spread, "reason": self.reason}
 
 
 def decide(partition_rows: list[int], cores: int, arrow_batch_rows: int, num_partitions: int | None = None) -> Partitioning:
@@ -47,12 +38,10 @@ def decide(partition_rows: list[int], cores: int, arrow_batch_rows: int, num_par
     if num_partitions:
         return Partitioning(num_partitions, len(held), largest, True, "--num-partitions")
     wanted = max(1, min(max(cores, math.ceil(rows / ROWS_PER_TASK)), math.ceil(rows / arrow_batch_rows)))
-    even = rows == 0 or largest <= UNEVEN * rows / len(held)
-    if rows == 0 or len(held) >= wanted and even:
+    if len(held) >= wanted and largest <= UNEVEN * rows / len(held) or rows == 0:
         return Partitioning(max(1, len(held)), len(held), largest, False, "the input's own partitions")
-    in_place = even and len(held) >= min(cores, wanted)  # every core has an input partition to key
     why = (f"{cores} cores" + (f", at most {ROWS_PER_TASK:,} rows a task" if wanted > cores else "")
            if wanted >= cores else f"no task under {arrow_batch_rows:,} rows, one Arrow batch")
     where = ("all in one input partition" if len(held) == 1
              else f"up to {largest:,} in one of {len(held)} input partitions")
-    return Partitioning(wanted, len(held), largest, True, f"spread for {why}; the rows were {where}", in_place)
+    return Partitioning(wanted, len(held), largest, True, f"spread for {why}; the rows were {where}")

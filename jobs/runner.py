@@ -228,14 +228,11 @@ def _read_and_score(spark, cfg: JobConfig, out: tables.Output, workload, app_nam
         # (run-length, dictionary) do not shrink; sizing them up value by value cost 7.8 of 108.8 s
         # at 2,000,000 pairs (docs/performance.md, "The run-level plan at 2,000,000 pairs").
         spark.conf.set(CACHE_ENCODINGS, "false")
-    layout = dataclasses.replace(layout, keyed_in_place=level == "run" and layout.keyed_in_place)
-    spread_by_key = layout.keyed_in_place
     if cfg.num_partitions:
         df = df.repartition(cfg.num_partitions)
-    elif layout.spread and not spread_by_key:  # hashed on every column: deterministic for retried tasks and, unlike round robin, no sort
+    elif layout.spread:  # hashed on every column: deterministic for retried tasks and, unlike round robin, no sort
         df = df.repartition(layout.tasks, *df.columns)
-    start = (f"scoring {rows_in:,} rows from {cfg.input} in {layout.tasks} task{'s' if layout.tasks != 1 else ''} ({layout.reason}"
-             f"{', keyed in their partitions and spread by key' if spread_by_key else ''}), "
+    start = (f"scoring {rows_in:,} rows from {cfg.input} in {layout.tasks} task{'s' if layout.tasks != 1 else ''} ({layout.reason}), "
              f"identical texts once per {level} ({level_reason}), with "
              f"{manifest.model_id} on backend {spec.backend}, {_device_plan(scoring_conf, spec)} "
              f"-> {out.describe(cfg.run_date)}"

@@ -121,33 +121,6 @@ def test_what_was_scored_is_named_and_adds_up_in_summary_and_report(scored):
     assert f"{total:,} {unit} scored, counted" in page
 
 
-def test_the_run_level_plan_keys_rows_in_the_input_partitions_when_every_core_has_one(scored, tmp_path, capsys,
-                                                                                     monkeypatch):
-    """Rows in 2 input partitions on 2 cores, 5 tasks wanted: the run-level plan keys them where
-    they lie and spreads its units by key (no shuffle of the input first); the per-batch plan
-    still spreads the rows. Same rows and scores either way."""
-    monkeypatch.setattr("jobs.partitioning.ROWS_PER_TASK", 64)
-    folder = tmp_path / "in"
-    folder.mkdir()
-    half = len(scored["input"]) // 2
-    scored["input"].iloc[:half].to_parquet(folder / "a.parquet")
-    scored["input"].iloc[half:].to_parquet(folder / "b.parquet")
-    expected = scored["result"].set_index("pair_id").sort_index()
-    for dedup in ("run", "batch"):
-        out = tmp_path / dedup
-        rc, s, err = run_job(main, capsys, input=folder, output=out, model=scored["model"], run_date="2026-01-02",
-                             max_invalid_fraction=0.05, arrow_batch_rows=32, dedup=dedup)
-        assert rc == 0
-        layout = s["partitioning"]
-        assert (layout["input_partitions"], layout["tasks"], layout["spread"]) == (2, 5, True)
-        assert layout["keyed_in_place"] == (dedup == "run")
-        assert ("keyed in their partitions and spread by key" in err) == (dedup == "run")
-        got = read_partition(out, "2026-01-02").set_index("pair_id").sort_index()
-        assert list(got.index.fillna("<null>")) == list(expected.index.fillna("<null>"))
-        assert (got.status == expected.status).all()
-        np.testing.assert_allclose(got.score.to_numpy(), expected.score.to_numpy(), atol=1e-6, equal_nan=True)
-
-
 def test_scores_do_not_depend_on_partitioning(scored, spark, tmp_path, capsys):
     path = tmp_path / "in.parquet"
     scored["input"].to_parquet(path)

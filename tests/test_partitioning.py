@@ -27,11 +27,3 @@ def test_no_task_smaller_than_one_arrow_batch():
 def test_num_partitions_overrides_and_empty_input_has_one_task():
     assert decide([1_000_000], cores=2, arrow_batch_rows=4096, num_partitions=3).tasks == 3
     assert decide([], cores=2, arrow_batch_rows=4096).tasks == 1
-
-
-def test_the_run_level_plan_keys_in_place_where_every_core_has_an_even_input_partition():
-    two_groups = decide([1_048_576, 951_424], cores=2, arrow_batch_rows=4096)  # 2M pairs, pyarrow's row groups
-    assert two_groups.spread and two_groups.tasks == 8 and two_groups.keyed_in_place
-    assert not decide([1_000_000, 0], cores=2, arrow_batch_rows=4096).keyed_in_place  # one core would key alone
-    assert not decide([900_000] + [10_000] * 10, cores=4, arrow_batch_rows=4096).keyed_in_place  # uneven
-    assert not decide([50_000] * 16, cores=4, arrow_batch_rows=4096).spread  # nothing to spread at all
