@@ -11,8 +11,9 @@ rows and the distinct units are persisted: three Spark jobs read them (the count
 progress bar, the scoring, the join back), and none may run the workers' Python twice. So are a
 bi-encoder's scored units, which the join back reads once per side. All three are persisted on
 the executors' local disks (DISK_ONLY), written and read as streams: held in memory
-(MEMORY_AND_DISK), a million pairs ran local[2] out of a 2 GB heap, and 2,000,000 on disk peak
-within 3% of 200,000 (bench/results/scale.md); the job persists them without the columnar
+(MEMORY_AND_DISK), a million pairs ran local[2] out of a 2 GB heap; on disk 2,000,000 finish
+with a 1 GB heap, and the JVM's peak there is within 1.3x of 200,000's (bench/results/scale.md),
+the Python processes' within 1%. The job persists them without the columnar
 cache's encodings, which texts and hex keys do not shrink (jobs/runner.py). The join back
 carries ids and keys, not texts.
 """
