@@ -197,23 +197,28 @@ def check_output(spark: SparkSession, output: str, flag: str = "--output") -> No
                          else f"{flag} {output} is under {node.toString()}, a file, not a folder")
     probe = jvm.org.apache.hadoop.fs.Path(path, f".accel-scoring-write-check-{uuid.uuid4().hex}")
     try:
-        for attempt in range(PROBE_ATTEMPTS):
-            try:
-                fs.create(probe, False).close()
-                break
-            except Exception as e:  # noqa: BLE001 - permission denied, read-only, bucket policy
-                # Two first runs of one new --output at once (two dates in parallel): the other
-                # run's probe can remove the folder it made between this create's mkdirs and its
-                # open. A folder that vanished is tried again; a refusal is not.
-                if attempt + 1 < PROBE_ATTEMPTS and _vanished(fs, probe.getParent()):
-                    continue
-                raise InputError(f"{flag} {output} is not writable: {_java_message(e)}") from None
+        _write_probe(fs, probe)
+    except Exception as e:  # noqa: BLE001 - permission denied, read-only, bucket policy
+        raise InputError(f"{flag} {output} is not writable: {_java_message(e)}") from None
     finally:
         for made in [probe] + absent:
             try:
                 fs.delete(made, False)
             except Exception:  # noqa: BLE001 - another run's files arrived in a folder this probe made: keep it
                 break
+
+
+def _write_probe(fs, probe) -> None:
+    """Create and close `probe`. Two first runs of one new --output at once (two dates in
+    parallel): the other run's probe can remove the folder it made between this create's mkdirs
+    and its open, so a create whose folder vanished is tried again; a refusal is raised."""
+    for attempt in range(1, PROBE_ATTEMPTS + 1):
+        try:
+            fs.create(probe, False).close()
+            return
+        except Exception:  # noqa: BLE001 - re-raised unless the folder vanished under it
+            if attempt == PROBE_ATTEMPTS or not _vanished(fs, probe.getParent()):
+                raise
 
 
 def _vanished(fs, folder) -> bool:
