@@ -38,17 +38,10 @@ include spark4.mk
 # console, in a shell that activated nothing. pip's bin/find-spark-home runs bin/find_spark_home.py
 # with `python3` from PATH, which has no pyspark; this venv's copy of that script just names this
 # venv's Spark home. Spark's conf/ then takes spark-env.sh (PYSPARK_PYTHON) and log4j2.properties
-# (WARN): see jobs/conf/. Spark's python/lib/pyspark.zip is moved aside: Spark puts it first on
-# the path of every Python process it starts (driver, daemon, workers), and zipimport compiles
-# each module from source in each process, 0.3 s of a cold run (docs/performance.md, "A cold
-# run's fixed cost"). The venv holds the same sources installed and byte-compiled
-# (tests/test_spark_env.py checks), which Python imports instead. Spark needs the zip only to ship
-# pyspark to YARN's nodes, which this venv's Spark never does.
+# (WARN): see jobs/conf/.
 spark-conf:
 	home="$$($(PY) -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" && \
 	  mkdir -p "$$home/conf" && cp jobs/conf/log4j2.properties jobs/conf/spark-env.sh "$$home/conf/" && \
-	  if [ -f "$$home/python/lib/pyspark.zip" ]; then \
-	    mv "$$home/python/lib/pyspark.zip" "$$home/python/lib/pyspark.zip.not-on-path"; fi && \
 	  printf '# written by make spark-conf: the Spark home of this venv\nprint(%s)\n' "'$$home'" \
 	    > $(VENV)/bin/find_spark_home.py
 

@@ -1,7 +1,6 @@
-"""What `make spark-conf` does to the venv's Spark. Its jobs/conf/spark-env.sh: which Python the
+"""jobs/conf/spark-env.sh, which `make spark-conf` copies into the venv's Spark: which Python the
 venv's Spark runs, and that it spares pyspark 3.5's distutils import the whole of setuptools only
-where Python's own distutils exists. And that Spark's Python processes import the installed
-pyspark, not Spark's pyspark.zip."""
+where Python's own distutils exists."""
 from __future__ import annotations
 
 import os
@@ -57,25 +56,3 @@ def test_pyspark_version_checks_pass_with_python_distutils():
                          text=True, check=True, env={**os.environ, "SETUPTOOLS_USE_DISTUTILS": "stdlib"}).stdout.split()
     assert "site-packages" not in out[0] and out[1] == "False"
 
-
-def test_moved_zip_holds_the_installed_sources():
-    """`make spark-conf` moves the venv's Spark's pyspark.zip aside so that Spark's Python processes
-    import the installed, byte-compiled package instead: every module in the zip that is not a
-    test is in the installed package, byte for byte, so nothing but the import's speed changes."""
-    import zipfile
-
-    import pyspark
-
-    package = Path(pyspark.__file__).parent
-    (archive,) = (package / "python" / "lib").glob("pyspark.zip*")
-    with zipfile.ZipFile(archive) as z:
-        modules = [n for n in z.namelist() if n.endswith(".py") and "/tests/" not in n and "/testing/" not in n]
-        differ = [n for n in modules if not (package.parent / n).is_file() or (package.parent / n).read_bytes() != z.read(n)]
-    assert len(modules) > 200 and not differ
-
-
-@pytest.mark.spark
-def test_spark_python_workers_import_the_installed_pyspark(spark):
-    """The venv's Spark after `make spark-conf`: no pyspark.zip first on its workers' path."""
-    (where,) = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("pyspark").__file__).collect()
-    assert ".zip" not in where and where.endswith("site-packages/pyspark/__init__.py")
