@@ -18,7 +18,6 @@ def sourced(venv: Path, python: str, **env: str) -> dict[str, str]:
     load-spark-env.sh sources it (`set -a`), in a shell that set only `env`."""
     home = venv / "lib" / python / "site-packages" / "pyspark"
     home.mkdir(parents=True, exist_ok=True)
-    (venv / "bin").mkdir(exist_ok=True)
     script = f'set -a; . "{SPARK_ENV}"; set +a; env -0'
     out = subprocess.run(["bash", "-c", script], env={"PATH": os.environ["PATH"], "SPARK_HOME": str(home), **env},
                          capture_output=True, text=True, check=True).stdout

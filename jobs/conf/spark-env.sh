@@ -11,8 +11,9 @@ PYSPARK_DRIVER_PYTHON="${PYSPARK_DRIVER_PYTHON:-${PYSPARK_PYTHON}}"
 # on the critical path of a cold run (docs/performance.md, "A cold run's fixed cost"). Python's
 # own distutils answers it at once, but only up to 3.11 (3.12 has none): so only for this venv's
 # Python, and only where it is 3.11 or older.
-case "${PYSPARK_PYTHON}:${PYSPARK_DRIVER_PYTHON}:${SPARK_HOME}" in
-  "${_accel_venv_python}:${_accel_venv_python}:"*/lib/python3.[89]/*|"${_accel_venv_python}:${_accel_venv_python}:"*/lib/python3.1[01]/*)
-    SETUPTOOLS_USE_DISTUTILS="${SETUPTOOLS_USE_DISTUTILS:-stdlib}" ;;
-esac
+if [ "${PYSPARK_PYTHON}" = "${_accel_venv_python}" ] && [ "${PYSPARK_DRIVER_PYTHON}" = "${_accel_venv_python}" ]; then
+  case "${SPARK_HOME}" in
+    */lib/python3.[89]/*|*/lib/python3.1[01]/*) SETUPTOOLS_USE_DISTUTILS="${SETUPTOOLS_USE_DISTUTILS:-stdlib}" ;;
+  esac
+fi
 unset _accel_venv_python
