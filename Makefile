@@ -26,7 +26,7 @@ define project-venv
 	$(MAKE) --no-print-directory spark-conf VENV=$(1)
 	touch $@
 endef
-VENV_DEPS := pyproject.toml Makefile jobs/conf/log4j2.properties jobs/conf/spark-env.sh
+VENV_DEPS := pyproject.toml Makefile jobs/conf/log4j2.properties jobs/conf/spark-env.sh jobs/conf/pyspark_zip_bytecode.py
 EXTRAS := compile,spark,aws,fast,dev
 
 $(STAMP): $(VENV_DEPS)
@@ -38,10 +38,12 @@ include spark4.mk
 # console, in a shell that activated nothing. pip's bin/find-spark-home runs bin/find_spark_home.py
 # with `python3` from PATH, which has no pyspark; this venv's copy of that script just names this
 # venv's Spark home. Spark's conf/ then takes spark-env.sh (PYSPARK_PYTHON) and log4j2.properties
-# (WARN): see jobs/conf/.
+# (WARN), and its pyspark.zip, which every Python worker imports pyspark from, gets byte code
+# beside its sources: see jobs/conf/.
 spark-conf:
 	home="$$($(PY) -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" && \
 	  mkdir -p "$$home/conf" && cp jobs/conf/log4j2.properties jobs/conf/spark-env.sh "$$home/conf/" && \
+	  $(PY) jobs/conf/pyspark_zip_bytecode.py "$$home/python/lib/pyspark.zip" && \
 	  printf '# written by make spark-conf: the Spark home of this venv\nprint(%s)\n' "'$$home'" \
 	    > $(VENV)/bin/find_spark_home.py
 
