@@ -57,6 +57,11 @@ def test_adds_byte_code_once_and_keeps_every_entry(archive):
     assert archive.read_bytes() == before
 
 
+def test_a_spark_home_without_the_zip_is_left_as_it_is(tmp_path):
+    assert "no such file" in add_bytecode(tmp_path / "pyspark.zip")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_workers_run_the_byte_code_and_tracebacks_name_the_zip(archive):
     add_bytecode(archive)
     rewritten(archive, "pkg/mod.py", b"X = 2\n")  # the source changed, the byte code did not: which ran?

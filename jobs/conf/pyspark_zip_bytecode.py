@@ -58,6 +58,9 @@ def main(argv: list[str]) -> int:
         print(__doc__.rsplit("usage:", 1)[1].strip(), file=sys.stderr)
         return 2
     archive = Path(argv[0])
+    if not archive.is_file():  # a Spark home without it: its workers import an installed pyspark
+        print(f"{archive}: no such file; nothing to add byte code to")
+        return 0
     added = add_bytecode(archive)
     print(f"{archive}: byte code for {added} modules added" if added else f"{archive}: byte code already present")
     return 0
