@@ -31,24 +31,26 @@ def add_bytecode(archive: Path) -> int:
         entries = src.infolist()
         present = {e.filename for e in entries}
         sources = [e for e in entries if e.filename.endswith(".py") and e.filename + "c" not in present]
-        compiled = {e.filename for e in sources}
         if not sources:
             return 0
-        with tempfile.TemporaryDirectory() as tmp:
-            src.extractall(tmp, members=sources)
-            # ddir: tracebacks name the file inside the zip, as zipimport's own compile does.
-            compileall.compile_dir(tmp, ddir=str(archive), legacy=True, quiet=2, workers=1,
-                                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-            partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
-            added = 0
-            with zipfile.ZipFile(partial, "w") as dst:
+        partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
+        try:
+            with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(partial, "w") as dst:
+                src.extractall(tmp, members=sources)  # only those: a .pyc under tmp is one compiled here
+                # ddir: tracebacks name the file inside the zip, as zipimport's own compile does.
+                compileall.compile_dir(tmp, ddir=str(archive), legacy=True, quiet=2, workers=1,
+                                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+                added = 0
                 for entry in entries:
                     dst.writestr(entry, src.read(entry))
                     pyc = Path(tmp, entry.filename + "c")
-                    if entry.filename in compiled and pyc.exists():  # absent: the source does not compile here
-                        dst.writestr(zipfile.ZipInfo(entry.filename + "c", entry.date_time), pyc.read_bytes(),
-                                     compress_type=entry.compress_type)
+                    if pyc.is_file():  # absent: not a source taken here, or one that does not compile
+                        dst.writestr(zipfile.ZipInfo(entry.filename + "c", entry.date_time),
+                                     pyc.read_bytes(), compress_type=entry.compress_type)
                         added += 1
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
     os.replace(partial, archive)
     return added
 
