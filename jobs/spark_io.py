@@ -6,7 +6,9 @@ import dataclasses
 import difflib
 import json
 import os
+import random
 import sys
+import time
 import uuid
 
 from pyspark.sql import DataFrame, SparkSession
@@ -22,7 +24,8 @@ class InputError(ValueError):
 
 
 COMPLEX = (T.StructType, T.ArrayType, T.MapType, T.BinaryType)
-PROBE_ATTEMPTS = 3  # check_output's write probe, where a concurrent run removed the folder under it
+PROBE_ATTEMPTS = 5  # check_output's write probe, where a concurrent run removed the folder under it
+PROBE_PAUSE_S = 0.02  # the longest random pause before its second try; it grows with each try
 
 
 def spark_session(app_name: str, master: str | None) -> SparkSession:
@@ -183,13 +186,8 @@ def check_output(spark: SparkSession, output: str, flag: str = "--output") -> No
     except Exception as e:  # noqa: BLE001 - no FileSystem registered, or its class not installed
         raise InputError(f"{flag} {output}: unsupported scheme {path.toUri().getScheme()!r} ({_java_message(e)})") from None
     path = fs.makeQualified(path)
-    absent = []  # path and the parents that do not exist yet, deepest first
-    node = path
     try:
-        while node is not None and not fs.exists(node):
-            absent.append(node)
-            node = node.getParent()
-        is_file = node is not None and fs.getFileStatus(node).isFile()
+        absent, node, is_file = _nearest_existing(fs, path)
     except Exception as e:  # noqa: BLE001 - on S3: no such bucket, access denied, endpoint unreachable
         raise InputError(f"{flag} {output} is not reachable: {_java_message(e)}") from None
     if is_file:
@@ -208,25 +206,46 @@ def check_output(spark: SparkSession, output: str, flag: str = "--output") -> No
                 break
 
 
+def _nearest_existing(fs, path):
+    """(`path` and its parents that do not exist, deepest first; the nearest that does, or None;
+    whether that one is a file). One status read per folder: an exists() then a status read
+    would fail where a concurrent first run's probe removed the folder between the two."""
+    absent, node = [], path
+    while node is not None:
+        try:
+            return absent, node, fs.getFileStatus(node).isFile()
+        except Exception as e:  # noqa: BLE001 - re-raised unless it says the path does not exist
+            if not _is_not_found(e):
+                raise
+        absent.append(node)
+        node = node.getParent()
+    return absent, None, False
+
+
+def _is_not_found(e: Exception) -> bool:
+    """Whether `e` is a Java FileNotFoundException, or a subclass: what FileSystem.exists()
+    takes for "does not exist" (s3a's no-such-bucket is another class, and stays an error)."""
+    cls = getattr(getattr(e, "java_exception", None), "getClass", lambda: None)()
+    while cls is not None:
+        if cls.getName() == "java.io.FileNotFoundException":
+            return True
+        cls = cls.getSuperclass()
+    return False
+
+
 def _write_probe(fs, probe) -> None:
     """Create and close `probe`. Two first runs of one new --output at once (two dates in
-    parallel): the other run's probe can remove the folder it made between this create's mkdirs
-    and its open, so a create whose folder vanished is tried again; a refusal is raised."""
+    parallel): the other run's probe removes the folders it made, which can fall between this
+    create's mkdirs, its chmod and its open. That race does not repeat, so each failure is tried
+    again after a random pause; a refusal (permission, bucket policy) fails every try and is raised."""
     for attempt in range(1, PROBE_ATTEMPTS + 1):
         try:
             fs.create(probe, False).close()
             return
-        except Exception:  # noqa: BLE001 - re-raised unless the folder vanished under it
-            if attempt == PROBE_ATTEMPTS or not _vanished(fs, probe.getParent()):
+        except Exception:  # noqa: BLE001 - raised from the last try
+            if attempt == PROBE_ATTEMPTS:
                 raise
-
-
-def _vanished(fs, folder) -> bool:
-    """Whether `folder` is gone; False where the FileSystem cannot say (access denied)."""
-    try:
-        return not fs.exists(folder)
-    except Exception:  # noqa: BLE001
-        return False
+            time.sleep(random.uniform(0, PROBE_PAUSE_S * attempt))
 
 
 def check_output_owner(spark: SparkSession, output: str, job: str, flag: str = "--output") -> None:

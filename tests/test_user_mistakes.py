@@ -1,12 +1,13 @@
 """The mistakes a new user makes first (issue #19): each gets one `error:` line, the documented
 exit code (2, bad arguments or input), no traceback, and nothing written under --output."""
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from jobs.duplicates import main
-from jobs.spark_io import lookalikes
+from jobs.spark_io import check_output, lookalikes
 from tests.jobhelpers import pairs_frame, read_partition, run_job
 
 
@@ -106,6 +107,19 @@ def test_outputs_spark_cannot_write_exit_2_before_the_input_is_read(spark, model
     rc, _, err = run_job(main, capsys, input=tmp_path / "never-read.parquet", output=output, model=model)
     assert rc == 2 and len(err.splitlines()) == 1 and err.startswith(f"error: --output {output}") and message in err, err
     assert (tmp_path / "a-file").read_text() == "x"
+
+
+@pytest.mark.spark
+def test_first_runs_of_one_new_output_at_once_are_not_refused(spark, tmp_path):
+    """Two run dates started together on one new --output: each run's probe makes and removes the
+    folders the other run is looking at, and neither may take that for a refusal."""
+    def check(round_):
+        check_output(spark, str(tmp_path / f"round-{round_ // 4}" / "out"))
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(check, range(4 * 30)))
+    # Only empty folders may stay, where one run's probe was inside a folder another run made.
+    assert not [p for p in tmp_path.rglob("*") if not p.is_dir()], "the probes leave no file behind"
 
 
 @pytest.mark.parametrize("text", ["20261129", "2026-W48-7", "2026-1-5", "2026-02-30", "11/29/2026"])
