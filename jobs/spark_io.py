@@ -11,6 +11,7 @@ import sys
 import time
 import uuid
 
+from py4j.java_gateway import is_instance_of
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -187,7 +188,7 @@ def check_output(spark: SparkSession, output: str, flag: str = "--output") -> No
         raise InputError(f"{flag} {output}: unsupported scheme {path.toUri().getScheme()!r} ({_java_message(e)})") from None
     path = fs.makeQualified(path)
     try:
-        absent, node, is_file = _nearest_existing(fs, path)
+        absent, node, is_file = _nearest_existing(spark, fs, path)
     except Exception as e:  # noqa: BLE001 - on S3: no such bucket, access denied, endpoint unreachable
         raise InputError(f"{flag} {output} is not reachable: {_java_message(e)}") from None
     if is_file:
@@ -206,7 +207,7 @@ def check_output(spark: SparkSession, output: str, flag: str = "--output") -> No
                 break
 
 
-def _nearest_existing(fs, path):
+def _nearest_existing(spark: SparkSession, fs, path):
     """(`path` and its parents that do not exist, deepest first; the nearest that does, or None;
     whether that one is a file). One status read per folder: an exists() then a status read
     would fail where a concurrent first run's probe removed the folder between the two."""
@@ -215,22 +216,14 @@ def _nearest_existing(fs, path):
         try:
             return absent, node, fs.getFileStatus(node).isFile()
         except Exception as e:  # noqa: BLE001 - re-raised unless it says the path does not exist
-            if not _is_not_found(e):
+            java = getattr(e, "java_exception", None)
+            # FileNotFoundException or a subclass: what FileSystem.exists() takes for "does not
+            # exist" (s3a's no-such-bucket is another class, and stays an error).
+            if java is None or not is_instance_of(spark.sparkContext._gateway, java, "java.io.FileNotFoundException"):
                 raise
         absent.append(node)
         node = node.getParent()
     return absent, None, False
-
-
-def _is_not_found(e: Exception) -> bool:
-    """Whether `e` is a Java FileNotFoundException, or a subclass: what FileSystem.exists()
-    takes for "does not exist" (s3a's no-such-bucket is another class, and stays an error)."""
-    cls = getattr(getattr(e, "java_exception", None), "getClass", lambda: None)()
-    while cls is not None:
-        if cls.getName() == "java.io.FileNotFoundException":
-            return True
-        cls = cls.getSuperclass()
-    return False
 
 
 def _write_probe(fs, probe) -> None:
