@@ -207,6 +207,7 @@ def _read_and_score(spark, cfg: JobConfig, out: tables.Output, workload, app_nam
                     resources, scoring_conf: Mapping[str, str], lease: DateLease, t_start: float, s3: S3Requests,
                     out_stream) -> int:
     """The run once it holds its date: read, score, write, summarise; the exit code."""
+    t_read = time.time()
     try:
         raw = spark_io.read_input(spark, cfg.input, cfg.input_format)
         fields_absent = spark_io.absent_fields(raw, workload)
@@ -256,7 +257,9 @@ def _read_and_score(spark, cfg: JobConfig, out: tables.Output, workload, app_nam
     extra["dedup"]["reason"] = level_reason
     spark_jobs = {"before_scoring": jobs_before, "scoring": _spark_jobs(spark) - jobs_before}
     summary = {**_summary(cfg, spec, manifest, m, rows_in, spark, app_name, t_start, t_score, scoring_seconds,
-                          fields_absent, samples), "written_to": out.describe(cfg.run_date),
+                          fields_absent, samples),
+               # outside scoring_seconds: the input's schema and the one query that sizes the run
+               "sizing_seconds": round(t_score - t_read, 3), "written_to": out.describe(cfg.run_date),
                "scoring_resources": resources.summary(), "partitioning": layout.summary(),
                "spark_jobs": spark_jobs, "took_over_from": lease.took_over_ids, **extra}
     summary["executors_left"] = left_since(spark, t_start)  # Spot reclaims, decommissions, kills

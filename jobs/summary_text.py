@@ -33,9 +33,10 @@ def render(summary: dict) -> str:
         f"done: {_n(s['rows_out'])} of {_n(s['rows_in'])} rows -> {target}",
         f"  rows      ok {_n(s['ok'])} · invalid {_n(s['invalid'])}{f' ({reasons})' if reasons else ''}"
         f" · error {_n(s['error'])} · truncated {_n(s.get('truncated'))}",
-        f"  time      scoring {s['scoring_seconds']:.1f} s of {s['wall_seconds']:.1f} s wall; worker time"
-        f" {worker:.1f} s: engine {_share(engine, worker)}, tokenize {_share(tokenize, worker)},"
-        f" other {_share(max(worker - engine - tokenize, 0.0), worker)}",
+        f"  time      scoring {s['scoring_seconds']:.1f} s"
+        + (f" after {s['sizing_seconds']:.1f} s sizing the input" if s.get("sizing_seconds") is not None else "")
+        + f" of {s['wall_seconds']:.1f} s wall; worker time {worker:.1f} s: engine {_share(engine, worker)},"
+        f" tokenize {_share(tokenize, worker)}, other {_share(max(worker - engine - tokenize, 0.0), worker)}",
     ]
     if s.get("table"):
         lines.append(f"  table     {table_line(s['table'])}")

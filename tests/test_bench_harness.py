@@ -140,13 +140,15 @@ def test_each_jobs_cold_runs_are_judged_and_reported_with_their_time_beyond_the_
               "cold": {"rows": 100, "exit_code": 52, "error": ["OutOfMemoryError"]}}
     r["jobs"] = [{**r["jobs"][0],
                   "cold": {"rows": 100, "scoring_seconds": 12.5, "rows_per_second": 8.0, "real_tokens": 900,
-                           "overhead_seconds": 1.2, "vs_bare_engine": 0.905},
+                           "overhead_seconds": 1.2, "vs_bare_engine": 0.905, "sizing_seconds": 1.5,
+                           "vs_bare_engine_sized": 0.806},
                   "cold_nightly": {"rows": 800, "scoring_seconds": 80.0, "rows_per_second": 10.0, "real_tokens": 7200,
                                    "overhead_seconds": 9.6, "vs_bare_engine": 0.88}},
                  intent]
     verdicts = {t["target"]: t for t in judge(r, "refused")}
     small = verdicts["job_vs_bare_engine (duplicates, cold, 100 rows)"]
     assert small["met"] and "steady state 0.910" in small["note"] and "1.2 s beyond" in small["note"]
+    assert "0.806 with the 1.5 s sizing the input counted in" in small["note"]
     nightly = verdicts["job_vs_bare_engine (duplicates, cold, 800 rows)"]
     assert not nightly["met"] and "on the 100-row run's texts" in nightly["note"]
     failed = verdicts["job_vs_bare_engine (query_intent, cold, 100 rows)"]
@@ -154,9 +156,9 @@ def test_each_jobs_cold_runs_are_judged_and_reported_with_their_time_beyond_the_
     r["targets"] = list(verdicts.values())
     report.write(r, tmp_path)
     md = (tmp_path / "results.md").read_text()
-    assert "| duplicates | 100 | 12.5 | 8.0 | 900 | 90% | 1.2 |" in md
-    assert "| duplicates | 800 | 80.0 | 10.0 | 7,200 | 88% | 9.6 |" in md
-    assert "| query_intent | 100 | failed: exit 52 | – | – | – | – |" in md
+    assert "| duplicates | 100 | 12.5 | 8.0 | 900 | 90% | 1.2 | 1.5 | 81% |" in md
+    assert "| duplicates | 800 | 80.0 | 10.0 | 7,200 | 88% | 9.6 | – | – |" in md  # a results.json from before sizing
+    assert "| query_intent | 100 | failed: exit 52 | – | – | – | – | – | – |" in md
 
 
 def test_only_fp32_rows_are_judged_against_the_fp32_ceiling():

@@ -116,6 +116,8 @@ def test_what_was_scored_is_named_and_adds_up_in_summary_and_report(scored):
     assert sum(t["scored"] for t in s["tasks"]) == sum(s["timeline"]["scored"]) == total
     width = s["timeline"]["bucket_seconds"]
     assert len(s["timeline"]["scored"]) * width == pytest.approx(s["scoring_seconds"], rel=1e-3)  # the whole stage
+    # the input's sizing query runs before the scoring seconds start, and is reported apart
+    assert 0 < s["sizing_seconds"] and s["sizing_seconds"] + s["scoring_seconds"] < s["wall_seconds"]
     page = (scored["out"] / "_runs" / "run_date=2026-01-02" / "report.html").read_text()
     assert f"{unit.capitalize()} scored per second over the scoring stage" in page and f"<th>{unit} scored</th>" in page
     assert f"{total:,} {unit} scored, counted" in page
