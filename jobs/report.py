@@ -53,7 +53,9 @@ def _headline(s: dict) -> str:
     figures = [
         ("rows-out", f"{s['rows_out']:,}", f"rows written of {s['rows_in']:,} read"),
         ("rows-per-second", f"{rate:,.1f}" if rate is not None else "–", "rows/s while scoring"),
-        ("scoring-seconds", f"{s['scoring_seconds']:,.1f}", f"s scoring ({s['wall_seconds']:,.1f} s in all)"),
+        ("scoring-seconds", f"{s['scoring_seconds']:,.1f}", "s scoring ("
+         + (f"after {s['sizing_seconds']:,.1f} s sizing the input; " if s.get("sizing_seconds") is not None else "")
+         + f"{s['wall_seconds']:,.1f} s in all)"),
         ("usd-per-million-rows", dollars(per_million) if per_million is not None else "–", "per million rows"),
     ]
     if s["scored_unit"] != "rows":  # the run-level plan scores each distinct unit once

@@ -182,9 +182,12 @@ def test_a_table_output_shows_its_snapshot_on_the_page_and_in_the_text_summary()
     assert 'id="table"' not in report.render(canned_summary())
 
 
-def test_the_console_summary_names_the_seconds_spent_sizing_the_input_apart_from_scoring():
+def test_console_and_page_name_the_seconds_spent_sizing_the_input_apart_from_scoring():
     from jobs import summary_text
 
     assert "time      scoring 12.0 s of 20.0 s wall;" in summary_text.render(canned_summary())
     sized = summary_text.render({**canned_summary(), "sizing_seconds": 1.5})
     assert "time      scoring 12.0 s after 1.5 s sizing the input of 20.0 s wall;" in sized
+    page = report.render({**canned_summary(), "sizing_seconds": 1.5})
+    assert "s scoring (after 1.5 s sizing the input; 20.0 s in all)" in page
+    assert "s scoring (20.0 s in all)" in report.render(canned_summary())
