@@ -15,7 +15,7 @@ import html
 import statistics
 
 from jobs.cost import describe, dollars
-from jobs.summary_text import table_line
+from jobs.summary_text import sizing_phrase, table_line
 
 STRAGGLER = 1.5  # a task taking this many times the median task's seconds is marked
 MAX_TASK_BARS = 200  # beyond this, the longest tasks are drawn and the rest counted
@@ -49,13 +49,12 @@ def render(summary: dict) -> str:
 def _headline(s: dict) -> str:
     cost = s["cost"]
     per_million = cost["usd_per_million_rows"]
-    rate = s["rows_per_second"]
+    rate, sizing = s["rows_per_second"], sizing_phrase(s)
     figures = [
         ("rows-out", f"{s['rows_out']:,}", f"rows written of {s['rows_in']:,} read"),
         ("rows-per-second", f"{rate:,.1f}" if rate is not None else "–", "rows/s while scoring"),
-        ("scoring-seconds", f"{s['scoring_seconds']:,.1f}", "s scoring ("
-         + (f"after {s['sizing_seconds']:,.1f} s sizing the input; " if s.get("sizing_seconds") is not None else "")
-         + f"{s['wall_seconds']:,.1f} s in all)"),
+        ("scoring-seconds", f"{s['scoring_seconds']:,.1f}",
+         f"s scoring ({f'{sizing}; ' if sizing else ''}{s['wall_seconds']:,.1f} s in all)"),
         ("usd-per-million-rows", dollars(per_million) if per_million is not None else "–", "per million rows"),
     ]
     if s["scored_unit"] != "rows":  # the run-level plan scores each distinct unit once

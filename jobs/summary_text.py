@@ -12,6 +12,12 @@ def _share(part: float, whole: float) -> str:
     return f"{part / whole:.0%}" if whole > 0 else "–"
 
 
+def sizing_phrase(s: dict) -> str:
+    """The seconds before the scoring seconds (reading the input and the query that sizes the run),
+    as the console and the report page put them; empty for a summary from before they were kept."""
+    return f"after {s['sizing_seconds']:,.1f} s sizing the input" if s.get("sizing_seconds") is not None else ""
+
+
 def table_line(table: dict) -> str:
     """What the run committed to a table (jobs/tables.py): an Iceberg snapshot, or a registered partition."""
     if table["format"] == "iceberg":
@@ -27,14 +33,14 @@ def render(summary: dict) -> str:
     worker = float(s.get("udf_seconds") or 0.0)
     engine, tokenize = float(s.get("engine_seconds") or 0.0), float(s.get("tokenize_seconds") or 0.0)
     target = s.get("written_to") or f"{s['output']}/run_date={s['run_date']}"
+    sizing = sizing_phrase(s)
     lines = [
         f"done: {_n(s['rows_out'])} of {_n(s['rows_in'])} rows in {s['scoring_seconds']:.1f} s"
         f" ({rate:,.1f} rows/s) -> {target}" if rate is not None else
         f"done: {_n(s['rows_out'])} of {_n(s['rows_in'])} rows -> {target}",
         f"  rows      ok {_n(s['ok'])} · invalid {_n(s['invalid'])}{f' ({reasons})' if reasons else ''}"
         f" · error {_n(s['error'])} · truncated {_n(s.get('truncated'))}",
-        f"  time      scoring {s['scoring_seconds']:.1f} s"
-        + (f" after {s['sizing_seconds']:.1f} s sizing the input" if s.get("sizing_seconds") is not None else "")
+        f"  time      scoring {s['scoring_seconds']:.1f} s{f' {sizing}' if sizing else ''}"
         + f" of {s['wall_seconds']:.1f} s wall; worker time {worker:.1f} s: engine {_share(engine, worker)},"
         f" tokenize {_share(tokenize, worker)}, other {_share(max(worker - engine - tokenize, 0.0), worker)}",
     ]
